@@ -1,0 +1,152 @@
+"""Run a figure's model over every slider position and turn the result into site files.
+
+No MkDocs here: given a request and a catalogue this returns the Vega-Lite spec, the
+precomputed data, the static SVG, the CSV and the default-state table.
+"""
+from __future__ import annotations
+
+import copy
+import csv
+import gzip
+import io
+import json
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import vl_convert as vlc
+
+from models.catalogue import Catalogue
+from models.yamlsource import SourceError
+
+from .controls import Scenario, Slider
+from .figures import REGISTRY, TableView
+from .theme import LIGHT
+
+VL_VERSION = "6.4"  # the bundle's Vega-Lite; equal to altair's SCHEMA_VERSION (major.minor)
+SVG_WIDTH = 640
+MAX_GRID_POSITIONS = 20_000
+SIGNIFICANT = 4  # digits kept for model results; a chart cannot show more
+
+
+@dataclass(frozen=True)
+class FigureRequest:
+    kind: str
+    sliders: dict[str, Slider]
+    scenarios: tuple[Scenario, ...]  # the first is the default; the rest are reader-selectable variants
+    caption: str
+    path: str = "<figure>"
+    line: int = 1
+
+    def identity(self) -> dict:
+        """Everything that decides the output, for the cache key."""
+        return {"kind": self.kind, "caption": self.caption,
+                "sliders": [vars(s) for s in self.sliders.values()],
+                "scenarios": [vars(s) for s in self.scenarios]}
+
+
+@dataclass
+class FigureArtifacts:
+    kind: str
+    spec: dict
+    data: dict[str, dict[str, list]]  # scenario key -> columns
+    default: str
+    svg: str
+    csv: str
+    table: TableView
+    alt: str
+    sizes: dict[str, int] = field(default_factory=dict)  # scenario key -> gzip bytes
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "spec": self.spec, "data": self.data, "default": self.default,
+                "svg": self.svg, "csv": self.csv, "alt": self.alt, "sizes": self.sizes,
+                "table": {"caption": self.table.caption, "headers": self.table.headers, "rows": self.table.rows}}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "FigureArtifacts":
+        return cls(kind=d["kind"], spec=d["spec"], data=d["data"], default=d["default"], svg=d["svg"],
+                   csv=d["csv"], alt=d["alt"], sizes=d["sizes"], table=TableView(**d["table"]))
+
+
+def dumps(obj) -> str:
+    """Deterministic compact JSON: same input, same bytes."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def gzip_size(text: str) -> int:
+    return len(gzip.compress(text.encode("utf-8"), mtime=0))
+
+
+def _round(values: np.ndarray) -> list:
+    if values.dtype.kind in "iub" or np.array_equal(values, np.round(values)):
+        return [int(v) for v in values.tolist()]
+    return [float(f"{v:.{SIGNIFICANT}g}") for v in values.tolist()]
+
+
+def _check_finite(cols: dict[str, np.ndarray], req: FigureRequest, scenario: Scenario) -> None:
+    for name, values in cols.items():
+        bad = ~np.isfinite(values.astype(float))
+        if bad.any():
+            i = int(np.argmax(bad))
+            where = ", ".join(f"{s}={cols[s][i]:g}" for s in req.sliders)
+            raise SourceError(req.path, req.line, f"figure {req.kind!r}: the model gave {values[i]} for "
+                              f"{name!r} at {where or 'the only position'} (scenario {scenario.key})")
+
+
+def _csv(cols: dict[str, np.ndarray], labels: dict[str, str]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([safe_csv_cell(labels.get(c, c)) for c in cols])
+    for row in zip(*(_round(v) for v in cols.values())):
+        writer.writerow([safe_csv_cell(x) for x in row])
+    return out.getvalue()
+
+
+def safe_csv_cell(value):
+    """Text that a spreadsheet would run as a formula gets a leading apostrophe."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
+def build_figure(req: FigureRequest, catalogue: Catalogue) -> FigureArtifacts:
+    kind = REGISTRY[req.kind]
+    positions = math.prod(s.count for s in req.sliders.values())
+    if positions > MAX_GRID_POSITIONS:
+        raise SourceError(req.path, req.line, f"figure {req.kind!r}: the sliders make {positions:,} positions; "
+                          f"at most {MAX_GRID_POSITIONS:,} can be precomputed")
+    grid = {s.name: s.values() for s in req.sliders.values()}
+    data, sizes, default_cols = {}, {}, None
+    for scenario in req.scenarios:
+        resolved = scenario.resolve(catalogue)
+        cols = kind.compute(resolved, grid)
+        _check_finite(cols, req, scenario)
+        data[scenario.key] = {name: _round(values) for name, values in cols.items()}
+        sizes[scenario.key] = gzip_size(dumps(data[scenario.key]))
+        if default_cols is None:
+            default_cols, default_resolved = cols, resolved
+
+    spec = kind.chart(req.sliders).to_dict()  # altair validates against the Vega-Lite schema here
+    spec.update(width="container", autosize={"type": "fit-x", "contains": "padding"},
+                description=kind.describe(default_cols, default_resolved, req.sliders))
+    return FigureArtifacts(
+        kind=req.kind, spec=spec, data=data, default=req.scenarios[0].key,
+        svg=render_svg(spec, data[req.scenarios[0].key]),
+        csv=_csv(default_cols, kind.columns),
+        table=kind.table(default_cols, default_resolved, req.sliders),
+        alt=spec["description"], sizes=sizes,
+    )
+
+
+def rows_of(columns: dict[str, list]) -> list[dict]:
+    names = list(columns)
+    return [dict(zip(names, values)) for values in zip(*columns.values())]
+
+
+def render_svg(spec: dict, columns: dict[str, list]) -> str:
+    """The default slider state as a static, light-themed SVG for no-JS readers and print."""
+    static = copy.deepcopy(spec)
+    static["datasets"] = {**static.get("datasets", {}), "table": rows_of(columns)}
+    static.update(width=SVG_WIDTH, autosize={"type": "pad"}, background="white")
+    static["config"] = {**LIGHT, **static.get("config", {}), "background": "white"}
+    return vlc.vegalite_to_svg(static, vl_version=VL_VERSION)

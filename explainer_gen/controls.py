@@ -1,0 +1,178 @@
+"""Typed reader controls: sliders and the scenario, validated from author YAML."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+
+from models.catalogue import LLM, Accelerator, Catalogue, UnknownKey
+from models.yamlsource import SourceError, SourceMap, closest, line_of
+
+MAX_SLIDER_POSITIONS = 200
+
+
+@dataclass(frozen=True)
+class Slider:
+    """A Vega-Lite `bind: range` param whose every position is precomputed."""
+
+    name: str
+    label: str
+    min: float
+    max: float
+    step: float
+    default: float
+
+    @property
+    def decimals(self) -> int:
+        exponent = Decimal(repr(float(self.step))).normalize().as_tuple().exponent
+        return max(0, -int(exponent))
+
+    @property
+    def count(self) -> int:
+        return int(round((self.max - self.min) / self.step)) + 1
+
+    def values(self) -> np.ndarray:
+        """Every position, rounded so that browser and table agree on each value."""
+        return np.round(self.min + self.step * np.arange(self.count), self.decimals)
+
+    def index_of(self, value: float) -> int:
+        return int(round((value - self.min) / self.step))
+
+
+SLIDER_FIELDS = ("label", "min", "max", "step", "default")
+
+
+def _number(raw: SourceMap, key: str, path: str) -> float:
+    value = raw[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise SourceError(path, raw.line_of(key), f"slider {key} must be a number, got {value!r}")
+    return float(value)
+
+
+def parse_slider(name: str, raw: Any, path: str, line: int, base: Slider | None) -> Slider:
+    """Read one slider; any field left out comes from `base` (page or figure defaults)."""
+    if not isinstance(raw, SourceMap):
+        raise SourceError(path, line, f"slider {name!r} must be a mapping of {', '.join(SLIDER_FIELDS)}")
+    for key in raw:
+        if key not in SLIDER_FIELDS:
+            raise SourceError(path, raw.line_of(key), f"unknown slider field {key!r}; {closest(key, SLIDER_FIELDS)}")
+    fields: dict[str, Any] = {} if base is None else {f: getattr(base, f) for f in SLIDER_FIELDS}
+    for key in raw:
+        fields[key] = raw[key] if key == "label" else _number(raw, key, path)
+    missing = [f for f in SLIDER_FIELDS if f not in fields]
+    if missing:
+        raise SourceError(path, raw.line, f"slider {name!r} misses {', '.join(missing)}")
+    slider = Slider(name=name, **fields)
+    where = lambda key: raw.line_of(key) if key in raw else raw.line  # noqa: E731
+    if not isinstance(slider.label, str) or not slider.label.strip():
+        raise SourceError(path, where("label"), f"slider {name!r} needs a non-empty label")
+    if slider.min > slider.max:
+        raise SourceError(path, where("min"), f"slider {name!r}: min {slider.min:g} is above max {slider.max:g}")
+    if slider.step <= 0:
+        raise SourceError(path, where("step"), f"slider {name!r}: step must be positive, got {slider.step:g}")
+    span = (slider.max - slider.min) / slider.step
+    if span + 1 > MAX_SLIDER_POSITIONS:
+        raise SourceError(path, where("step"), f"slider {name!r} has {int(span) + 1} positions; "
+                          f"at most {MAX_SLIDER_POSITIONS} can be precomputed")
+    if abs(span - round(span)) > 1e-6:
+        raise SourceError(path, where("step"), f"slider {name!r}: step {slider.step:g} does not divide "
+                          f"{slider.min:g}..{slider.max:g} evenly")
+    if not slider.min - 1e-9 <= slider.default <= slider.max + 1e-9:
+        raise SourceError(path, where("default"), f"slider {name!r}: default {slider.default:g} is outside "
+                          f"{slider.min:g}..{slider.max:g}")
+    off = (slider.default - slider.min) / slider.step
+    if abs(off - round(off)) > 1e-6:
+        raise SourceError(path, where("default"), f"slider {name!r}: default {slider.default:g} is not on the "
+                          f"grid {slider.min:g}, {slider.min + slider.step:g}, ...")
+    return slider
+
+
+def parse_sliders(raw: Any, path: str, line: int, base: dict[str, Slider],
+                  allowed: tuple[str, ...] | None = None) -> dict[str, Slider]:
+    """Merge author sliders over `base`. `allowed` limits names (a figure's own params)."""
+    if raw is None:
+        return dict(base)
+    if not isinstance(raw, SourceMap):
+        raise SourceError(path, line, "sliders must be a mapping of slider name to its settings")
+    out = dict(base)
+    for name, spec in raw.items():
+        if allowed is not None and name not in allowed:
+            raise SourceError(path, raw.line_of(name), f"unknown slider {name!r}; {closest(name, allowed)}")
+        if not isinstance(name, str) or not name.isidentifier():
+            raise SourceError(path, raw.line_of(name), f"slider name {name!r} must be an identifier")
+        out[name] = parse_slider(name, spec, path, raw.line_of(name), base.get(name))
+    return out
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Where the models run: hardware, card count and the two models, by catalogue key."""
+
+    accelerator: str = "h100-sxm"
+    cards: int = 4
+    target: str = "llama-3-70b"
+    draft: str = "llama-3.2-1b"
+
+    def resolve(self, catalogue: Catalogue) -> "Resolved":
+        return Resolved(self, catalogue.accelerator(self.accelerator), self.cards,
+                        catalogue.model(self.target), catalogue.model(self.draft))
+
+    @property
+    def key(self) -> str:
+        return f"{self.accelerator}.{self.cards}.{self.target}.{self.draft}"
+
+
+SCENARIO_FIELDS = ("accelerator", "cards", "target", "draft")
+_SCENARIO_KIND = {"accelerator": "accelerator", "target": "model", "draft": "model"}
+
+
+@dataclass(frozen=True)
+class Resolved:
+    scenario: Scenario
+    acc: Accelerator
+    cards: int
+    target: LLM
+    draft: LLM
+
+
+def check_scenario_value(field: str, value: Any, catalogue: Catalogue, path: str, line: int) -> Any:
+    if field == "cards":
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1024:
+            raise SourceError(path, line, f"cards must be a whole number from 1 to 1024, got {value!r}")
+        return value
+    if not isinstance(value, str):
+        raise SourceError(path, line, f"{field} must be a catalogue key (a string), got {value!r}")
+    table = catalogue.accelerators if field == "accelerator" else catalogue.models
+    if value not in table:
+        raise SourceError(path, line, str(UnknownKey(_SCENARIO_KIND[field], value, list(table))))
+    return value
+
+
+def parse_scenario(raw: Any, path: str, line: int, base: Scenario, catalogue: Catalogue) -> Scenario:
+    if raw is None:
+        return base
+    if not isinstance(raw, SourceMap):
+        raise SourceError(path, line, f"scenario must be a mapping of {', '.join(SCENARIO_FIELDS)}")
+    changes = {}
+    for key, value in raw.items():
+        if key not in SCENARIO_FIELDS:
+            raise SourceError(path, raw.line_of(key), f"unknown scenario key {key!r}; {closest(key, SCENARIO_FIELDS)}")
+        changes[key] = check_scenario_value(key, value, catalogue, path, raw.line_of(key))
+    return replace(base, **changes)
+
+
+def expect_mapping(raw: Any, path: str, line: int, what: str, allowed: tuple[str, ...]) -> SourceMap:
+    """A mapping with only `allowed` keys, or an error at the first stray key."""
+    if not isinstance(raw, SourceMap):
+        raise SourceError(path, line, f"{what} must be a YAML mapping with keys: {', '.join(allowed)}")
+    for key in raw:
+        if key not in allowed:
+            raise SourceError(path, raw.line_of(key), f"unknown key {key!r} in {what}; {closest(key, allowed)}")
+    return raw
+
+
+__all__ = ["Slider", "Scenario", "Resolved", "parse_slider", "parse_sliders", "parse_scenario",
+           "expect_mapping", "line_of", "MAX_SLIDER_POSITIONS"]

@@ -1,0 +1,147 @@
+"""The accelerator and LLM catalogue: loaded from YAML, validated, typed."""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from .yamlsource import SourceError, SourceMap, closest, line_of, load_yaml
+
+CATALOGUE_PATH = Path(__file__).with_name("catalogue.yaml")
+
+BYTES_PER_BF16 = 2
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    key: str
+    name: str
+    memory_gb: float
+    bandwidth_tbps: float
+    bf16_tflops: float
+
+    @property
+    def memory_bytes(self) -> float:
+        return self.memory_gb * 1e9
+
+    @property
+    def bandwidth(self) -> float:
+        """HBM bandwidth in bytes per second."""
+        return self.bandwidth_tbps * 1e12
+
+    @property
+    def flops(self) -> float:
+        """Dense BF16 throughput in FLOP per second."""
+        return self.bf16_tflops * 1e12
+
+    @property
+    def ridge(self) -> float:
+        """Arithmetic intensity (FLOP/byte) above which a kernel is compute-bound."""
+        return self.flops / self.bandwidth
+
+
+@dataclass(frozen=True)
+class LLM:
+    key: str
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    params: int
+
+    def weight_bytes(self, bytes_per_param: float = BYTES_PER_BF16) -> float:
+        return self.params * bytes_per_param
+
+    def kv_bytes_per_token(self, bytes_per_value: float = BYTES_PER_BF16) -> float:
+        """K and V for every layer and KV head."""
+        return 2 * self.layers * self.kv_heads * self.head_dim * bytes_per_value
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    accelerators: dict[str, Accelerator]
+    models: dict[str, LLM]
+    path: str
+
+    def accelerator(self, key: str) -> Accelerator:
+        return _pick(self.accelerators, key, "accelerator")
+
+    def model(self, key: str) -> LLM:
+        return _pick(self.models, key, "model")
+
+
+class UnknownKey(KeyError):
+    def __init__(self, kind: str, key: str, choices: list[str]):
+        self.kind, self.key, self.choices = kind, key, choices
+        super().__init__(f"unknown {kind} {key!r}; {closest(key, choices)}")
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+def _pick(table: dict, key: str, kind: str):
+    try:
+        return table[key]
+    except (KeyError, TypeError):
+        raise UnknownKey(kind, key, list(table)) from None
+
+
+def _rows(data: Any, section: str, cls: type, path: str) -> dict[str, Any]:
+    """Validate one section of the catalogue into typed, uniquely keyed rows."""
+    if not isinstance(data, dict) or not isinstance(data.get(section), list):
+        raise SourceError(path, line_of(data), f"missing list {section!r}")
+    fields = {f.name: f.type for f in dataclasses.fields(cls)}
+    rows: dict[str, Any] = {}
+    for raw in data[section]:
+        if not isinstance(raw, SourceMap):
+            raise SourceError(path, line_of(data, section), f"each {section} entry must be a mapping")
+        missing = [f for f in fields if f not in raw]
+        if missing:
+            raise SourceError(path, raw.line, f"{section} entry misses field(s): {', '.join(missing)}")
+        unknown = [k for k in raw if k not in fields]
+        if unknown:
+            raise SourceError(path, raw.line_of(unknown[0]),
+                              f"unknown field {unknown[0]!r}; {closest(unknown[0], list(fields))}")
+        values = {}
+        for name, kind in fields.items():
+            value = raw[name]
+            if kind == "str":
+                if not isinstance(value, str) or not value:
+                    raise SourceError(path, raw.line_of(name), f"{name} must be a non-empty string")
+            else:
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    raise SourceError(path, raw.line_of(name), f"{name} must be a number, got {value!r}")
+                if not math.isfinite(value) or value <= 0:
+                    raise SourceError(path, raw.line_of(name), f"{name} must be positive, got {value!r}")
+                if kind == "int" and value != int(value):
+                    raise SourceError(path, raw.line_of(name), f"{name} must be an integer, got {value!r}")
+            values[name] = value
+        if values["key"] in rows:
+            raise SourceError(path, raw.line_of("key"), f"duplicate {section} key {values['key']!r}")
+        rows[values["key"]] = cls(**values)
+    return rows
+
+
+def parse_catalogue(text: str, path: str) -> Catalogue:
+    data = load_yaml(text, path)
+    return Catalogue(
+        accelerators=_rows(data, "accelerators", Accelerator, path),
+        models=_rows(data, "models", LLM, path),
+        path=path,
+    )
+
+
+@lru_cache(maxsize=8)
+def _load_cached(path: str, mtime_ns: int) -> Catalogue:
+    return parse_catalogue(Path(path).read_text(encoding="utf-8"), path)
+
+
+def load_catalogue(path: str | Path = CATALOGUE_PATH) -> Catalogue:
+    """Load and validate a catalogue file; reloads when the file changes."""
+    p = Path(path)
+    return _load_cached(str(p), p.stat().st_mtime_ns)

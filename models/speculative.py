@@ -1,0 +1,58 @@
+"""Speculative decoding: expected tokens per verify step, step cost, speedup.
+
+A speculative step runs the draft k times (each over the batch) and then one target pass
+over B x (k + 1) positions. Plain decoding runs one target pass over B positions per token.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .catalogue import BYTES_PER_BF16, LLM, Accelerator
+from .roofline import step_time
+
+
+def expected_tokens(a, k):
+    """E(a, k) = (1 - a^(k+1)) / (1 - a): mean tokens a verify step yields (k + 1 at a = 1)."""
+    a = np.asarray(a, dtype=float)
+    k = np.asarray(k, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        e = (1.0 - a ** (k + 1.0)) / (1.0 - a)
+    return np.where(a >= 1.0, k + 1.0, e)
+
+
+def plain_step_s(acc: Accelerator, target: LLM, cards, batch,
+                 bytes_per_param: float = BYTES_PER_BF16):
+    return step_time(acc, target, cards, batch, bytes_per_param).seconds
+
+
+def speculative_step_s(acc: Accelerator, target: LLM, draft: LLM, cards, batch, k,
+                       bytes_per_param: float = BYTES_PER_BF16):
+    """k draft passes over the batch, then one target pass over batch x (k + 1) positions."""
+    batch = np.asarray(batch, dtype=float)
+    k = np.asarray(k, dtype=float)
+    draft_s = step_time(acc, draft, cards, batch, bytes_per_param).seconds
+    verify_s = step_time(acc, target, cards, batch * (k + 1.0), bytes_per_param).seconds
+    return k * draft_s + verify_s
+
+
+def speedup(acc: Accelerator, target: LLM, draft: LLM, cards, batch, a, k,
+            bytes_per_param: float = BYTES_PER_BF16):
+    """Tokens per second with speculation over tokens per second without, at the same batch."""
+    plain = plain_step_s(acc, target, cards, batch, bytes_per_param)
+    spec = speculative_step_s(acc, target, draft, cards, batch, k, bytes_per_param)
+    return expected_tokens(a, k) * plain / spec
+
+
+def breakeven_batch(acc: Accelerator, target: LLM, draft: LLM, cards, a, k,
+                    max_batch: int = 1 << 16, bytes_per_param: float = BYTES_PER_BF16):
+    """Smallest integer batch at which speculation is slower than plain decoding.
+
+    Broadcasts over `a` and `k`; returns 0 where speculation never pays (even at batch 1)
+    and -1 where it still pays at `max_batch`.
+    """
+    a = np.asarray(a, dtype=float)[..., None]
+    k = np.asarray(k, dtype=float)[..., None]
+    batch = np.arange(1, max_batch + 1, dtype=float)
+    slower = speedup(acc, target, draft, cards, batch, a, k, bytes_per_param) < 1.0
+    first = np.argmax(slower, axis=-1) + 1
+    return np.where(slower.any(axis=-1), np.where(slower[..., 0], 0, first), -1)
