@@ -19,6 +19,7 @@ import vl_convert as vlc
 from models.catalogue import Catalogue
 from models.yamlsource import SourceError
 
+from . import timing
 from .controls import Scenario, Slider
 from .figures import REGISTRY, TableView
 from .theme import LIGHT
@@ -119,7 +120,8 @@ def build_figure(req: FigureRequest, catalogue: Catalogue) -> FigureArtifacts:
     data, sizes, default_cols = {}, {}, None
     for scenario in req.scenarios:
         resolved = scenario.resolve(catalogue)
-        cols = kind.compute(resolved, grid)
+        with timing.in_models():
+            cols = kind.compute(resolved, grid)
         _check_finite(cols, req, scenario)
         data[scenario.key] = {name: _round(values) for name, values in cols.items()}
         sizes[scenario.key] = gzip_size(dumps(data[scenario.key]))

@@ -1,0 +1,15 @@
+"""Typed configuration of the explainer plugin (the `explainer:` entry under `plugins:`)."""
+from __future__ import annotations
+
+from mkdocs.config import config_options as opt
+from mkdocs.config.base import Config
+
+
+class ExplainerConfig(Config):
+    enabled = opt.Type(bool, default=True)
+    # The accelerator and model catalogue; the one shipped with `models` when unset.
+    catalogue = opt.Optional(opt.File(exists=True))
+    # Figure results and the JS bundle are kept here between builds; empty turns it off.
+    cache_dir = opt.Type(str, default=".cache/explainer")
+    # Most figure data (gzip, loaded by default) one page may carry.
+    data_budget_kb = opt.Type(int, default=100)

@@ -1,0 +1,57 @@
+"""HTML that lands in pages. Every author- or data-supplied string passes through `esc`."""
+from __future__ import annotations
+
+import html
+from typing import Callable
+
+from .pages import FigureOnPage, PageBuild
+
+esc = lambda s: html.escape(str(s), quote=True)  # noqa: E731
+
+
+def figure_html(fig: FigureOnPage, url: Callable[[str], str], files: dict[str, str]) -> str:
+    """The figure: live view slot, static SVG, data table and CSV link.
+
+    `files` maps 'json', 'svg' and 'csv' to site paths; `url` makes them page-relative.
+    """
+    a = fig.artifacts
+    t = a.table
+    head = "".join(f'<th scope="col">{esc(h)}</th>' for h in t.headers)
+    body = "".join("<tr>" + f'<th scope="row">{esc(r[0])}</th>' + "".join(f"<td>{esc(c)}</td>" for c in r[1:]) + "</tr>"
+                   for r in t.rows)
+    cap_id = f"{fig.anchor}-caption"
+    return (
+        f'<figure class="eg-figure" id="{esc(fig.anchor)}" aria-labelledby="{cap_id}" '
+        f'data-eg-figure="{esc(url(files["json"]))}">'
+        f'<figcaption id="{cap_id}">{esc(fig.request.caption)}</figcaption>'
+        f'<div class="eg-view" role="group" aria-label="{esc("Interactive chart: " + fig.request.caption)}"></div>'
+        f'<img class="eg-static" src="{esc(url(files["svg"]))}" alt="{esc(a.alt)}" loading="lazy">'
+        f'<details class="eg-data"><summary>Data table</summary>'
+        f'<div class="eg-table-wrap"><table><caption>{esc(t.caption)}</caption><thead><tr>{head}</tr></thead>'
+        f'<tbody>{body}</tbody></table></div>'
+        f'<p class="eg-download"><a href="{esc(url(files["csv"]))}" download>Download every slider position (CSV)</a></p>'
+        f'</details></figure>'
+    )
+
+
+def page_root_html(page: PageBuild, page_json_url: str, bundle_url: str, loader_url: str,
+                   labels: dict[str, dict[str, str]]) -> str:
+    """Page-level state holder, the scenario switch and the loader script.
+
+    `labels[field][value]` gives the visible name of each switch choice.
+    """
+    selects = []
+    for name, values in page.controls.switch.items():
+        default = getattr(page.controls.scenario, name)
+        options = "".join(
+            f'<option value="{esc(v)}"{" selected" if v == default else ""}>{esc(labels.get(name, {}).get(str(v), v))}</option>'
+            for v in values)
+        selects.append(f'<label class="eg-select"><span>{esc(SWITCH_LABELS.get(name, name))}</span>'
+                       f'<select name="{esc(name)}" data-eg-switch="{esc(name)}" data-eg-default="{esc(default)}">{options}</select></label>')
+    switch = (f'<form class="eg-scenario" hidden aria-label="Scenario">{"".join(selects)}</form>'
+              if selects else "")
+    return (f'<div class="eg-page" data-eg-page="{esc(page_json_url)}" data-eg-bundle="{esc(bundle_url)}">'
+            f'{switch}</div>\n<script src="{esc(loader_url)}" defer></script>\n')
+
+
+SWITCH_LABELS = {"accelerator": "Accelerator", "cards": "Cards", "target": "Target model", "draft": "Draft model"}

@@ -1,0 +1,213 @@
+"""One Markdown page: its front matter controls, its figure fences, its inline numbers.
+
+Everything an author can get wrong is checked here, before MkDocs writes a byte, and
+reported as a SourceError with the file and line.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+from models.catalogue import Catalogue
+from models.yamlsource import SourceError, SourceMap, closest, load_yaml
+
+from .artifacts import FigureArtifacts, FigureRequest
+from .controls import SCENARIO_FIELDS, Scenario, Slider, check_scenario_value, expect_mapping, parse_scenario, parse_sliders
+from .figures import REGISTRY
+from .numbers import Expr, NumberResult, compute_number, find_inline, parse_expr, parse_format
+from .vocabulary import vocabulary
+
+FENCE_NAME = "explainer"
+_FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*\{?[ \t]*\.?(?P<lang>[\w-]*)")
+FIGURE_KEYS = ("figure", "caption", "scenario", "sliders")
+PAGE_KEYS = ("scenario", "switch", "sliders")
+
+
+@dataclass(frozen=True)
+class Fence:
+    line: int       # 1-based line of the opening fence
+    body: str       # dedented content
+    body_line: int  # 1-based line of the first content line
+
+
+def scan_fences(lines: list[str]) -> tuple[list[Fence], set[int]]:
+    """Explainer fences, and the 0-based indexes of every line inside any fence."""
+    fences, inside, i = [], set(), 0
+    while i < len(lines):
+        m = _FENCE_OPEN.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        indent, marker = m.group("indent"), m.group("fence")
+        close = re.compile(rf"^{re.escape(indent)}{re.escape(marker[0])}{{{len(marker)},}}[ \t]*$")
+        j = i + 1
+        while j < len(lines) and not close.match(lines[j]):
+            j += 1
+        inside.update(range(i, min(j + 1, len(lines))))
+        if m.group("lang") == FENCE_NAME:
+            if j >= len(lines):
+                raise SourceError("", i + 1, f"the {FENCE_NAME} fence opened here is never closed")
+            body = "\n".join(l[len(indent):] if l.startswith(indent) else l for l in lines[i + 1:j])
+            fences.append(Fence(i + 1, body, i + 2))
+        i = j + 1
+    return fences, inside
+
+
+def split_front_matter(source: str) -> tuple[str | None, int]:
+    """The YAML front matter text (if any) and the number of lines it occupies with its fences."""
+    lines = source.split("\n")
+    if not lines or lines[0].rstrip() != "---":
+        return None, 0
+    for i in range(1, len(lines)):
+        if lines[i].rstrip() in ("---", "..."):
+            return "\n".join(lines[1:i]), i + 1
+    return None, 0
+
+
+@dataclass
+class PageControls:
+    scenario: Scenario
+    switch: dict[str, list[Any]]
+    sliders: dict[str, Slider]
+
+    def variants(self) -> list[Scenario]:
+        """The default scenario first, then every switch combination (outermost field first)."""
+        combos = [replace(self.scenario, **dict(zip(self.switch, values)))
+                  for values in itertools.product(*self.switch.values())]
+        return [self.scenario] + [c for c in combos if c != self.scenario]
+
+    def grid(self) -> list[Scenario]:
+        """Every switch combination in C order, the order the browser indexes them in."""
+        return [replace(self.scenario, **dict(zip(self.switch, values)))
+                for values in itertools.product(*self.switch.values())] or [self.scenario]
+
+
+def parse_controls(meta: Any, path: str, catalogue: Catalogue) -> PageControls:
+    raw = meta.get("explainer") if isinstance(meta, dict) else None
+    if raw is None:
+        return PageControls(Scenario(), {}, {})
+    line = meta.line_of("explainer") if isinstance(meta, SourceMap) else 1
+    raw = expect_mapping(raw, path, line, "the page's explainer settings", PAGE_KEYS)
+    scenario = parse_scenario(raw.get("scenario"), path, raw.line_of("scenario"), Scenario(), catalogue)
+    switch: dict[str, list[Any]] = {}
+    if raw.get("switch") is not None:
+        sw = expect_mapping(raw["switch"], path, raw.line_of("switch"), "switch", SCENARIO_FIELDS)
+        for key, values in sw.items():
+            if not isinstance(values, list) or not values:
+                raise SourceError(path, sw.line_of(key), f"switch {key} must be a non-empty list of choices")
+            switch[key] = [check_scenario_value(key, v, catalogue, path, sw.line_of(key)) for v in values]
+            if getattr(scenario, key) not in switch[key]:
+                raise SourceError(path, sw.line_of(key), f"switch {key} must include the page's default "
+                                  f"{getattr(scenario, key)!r}")
+    sliders = parse_sliders(raw.get("sliders"), path, raw.line_of("sliders"), {})
+    return PageControls(scenario, switch, sliders)
+
+
+@dataclass
+class FigureOnPage:
+    fence: Fence
+    anchor: str
+    request: FigureRequest
+    artifacts: FigureArtifacts
+    scenario_map: dict[str, str]  # page scenario key -> this figure's data key
+
+
+@dataclass
+class PageBuild:
+    path: str
+    controls: PageControls
+    figures: list[FigureOnPage] = field(default_factory=list)
+    numbers: dict[tuple[str, str], NumberResult] = field(default_factory=dict)
+
+    @property
+    def live(self) -> bool:
+        """Whether the page needs the loader: a figure, or a number that can change."""
+        return bool(self.figures) or any(n.deps for n in self.numbers.values())
+
+    def figure_data_bytes(self) -> int:
+        """Gzip bytes of figure data the page loads by default."""
+        return sum(f.artifacts.sizes[f.artifacts.default] for f in self.figures)
+
+
+def parse_figure(fence: Fence, path: str, controls: PageControls, catalogue: Catalogue) -> tuple[FigureRequest, dict[str, str]]:
+    raw = load_yaml(fence.body, path, fence.body_line)
+    raw = expect_mapping(raw, path, fence.line, f"the {FENCE_NAME} fence", FIGURE_KEYS)
+    if "figure" not in raw:
+        raise SourceError(path, raw.line, f"the {FENCE_NAME} fence needs a 'figure' key; "
+                          f"valid figures: {', '.join(sorted(REGISTRY))}")
+    name = raw["figure"]
+    if name not in REGISTRY:
+        raise SourceError(path, raw.line_of("figure"), f"unknown figure {name!r}; {closest(str(name), sorted(REGISTRY))}")
+    kind = REGISTRY[name]
+    caption = raw.get("caption", kind.title)
+    if not isinstance(caption, str):
+        raise SourceError(path, raw.line_of("caption"), f"caption must be text, got {caption!r}")
+    # A figure's sliders start from its kind's defaults, then the page's, then the fence's own.
+    base = {n: controls.sliders.get(n, s) for n, s in kind.sliders.items()}
+    sliders = parse_sliders(raw.get("sliders"), path, raw.line_of("sliders"), base, allowed=tuple(kind.sliders))
+    pinned = parse_scenario(raw.get("scenario"), path, raw.line_of("scenario"), Scenario(), catalogue)
+    pinned_fields = {k: getattr(pinned, k) for k in (raw.get("scenario") or {})}
+    own = [replace(s, **pinned_fields) for s in controls.variants()]
+    variants = list(dict.fromkeys(own))
+    scenario_map = {page.key: replace(page, **pinned_fields).key for page in controls.grid()}
+    request = FigureRequest(name, sliders, tuple(variants), caption, path, fence.line)
+    return request, scenario_map
+
+
+def build_page(source: str, path: str, catalogue: Catalogue,
+               make_figure: Callable[[FigureRequest], FigureArtifacts], budget_bytes: int) -> PageBuild:
+    front, offset = split_front_matter(source)
+    meta = load_yaml(front, path, 2) if front is not None else {}
+    if front is not None and meta is not None and not isinstance(meta, dict):
+        raise SourceError(path, 2, "front matter must be a YAML mapping")
+    controls = parse_controls(meta or {}, path, catalogue)
+    lines = source.split("\n")
+    try:
+        fences, inside = scan_fences(lines)
+    except SourceError as exc:
+        raise SourceError(path, exc.line, exc.message) from None
+    inside.update(range(offset))
+    page = PageBuild(path, controls)
+
+    anchors: dict[str, int] = {}
+    for fence in fences:
+        request, scenario_map = parse_figure(fence, path, controls, catalogue)
+        n = anchors[request.kind] = anchors.get(request.kind, 0) + 1
+        anchor = f"fig-{request.kind}" + (f"-{n}" if n > 1 else "")
+        page.figures.append(FigureOnPage(fence, anchor, request, make_figure(request), scenario_map))
+        size = page.figure_data_bytes()
+        if size > budget_bytes:
+            raise SourceError(path, fence.line, f"figure data on this page would be {size / 1000:.1f} KB gzip, "
+                              f"over the budget of {budget_bytes / 1000:.0f} KB; use fewer slider positions "
+                              "or scenario choices")
+
+    envs = []
+    for scenario in controls.grid():
+        env = vocabulary(scenario.resolve(catalogue))
+        env["__scenario__"] = scenario.key
+        envs.append(env)
+    functions = {k for k in envs[0] if not k.startswith("__")}
+    for item in find_inline(lines, inside):
+        if item.key in page.numbers:
+            continue
+        expr: Expr = parse_expr(item.expr, functions, controls.sliders, path, item.line)
+        fmt = parse_format(item.fmt, path, item.line)
+        page.numbers[item.key] = compute_number(item, f"n{len(page.numbers)}", expr, fmt, controls.sliders,
+                                                envs, path)
+    return page
+
+
+def substitute_numbers(markdown: str, page: PageBuild, path: str) -> str:
+    """Replace each inline number in `markdown` (as MkDocs hands it over) with its span."""
+    lines = markdown.split("\n")
+    _, inside = scan_fences(lines)
+    out = lines[:]
+    for item in reversed(list(find_inline(lines, inside))):
+        result = page.numbers.get(item.key)
+        if result is None:  # another plugin added it after our checks ran
+            raise SourceError(path, item.line, f"inline number {{{{ {item.expr} }}}} was not in the source file")
+        i = item.line - 1
+        out[i] = out[i][:item.start] + result.span() + out[i][item.end:]
+    return "\n".join(out)

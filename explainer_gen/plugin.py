@@ -1,0 +1,192 @@
+"""MkDocs hooks: a thin layer that feeds pages to the core and files to MkDocs.
+
+All checking and computing happens in `on_files`, before MkDocs writes anything, so a
+mistake aborts the build with the site folder as it was.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.exceptions import PluginError
+from mkdocs.plugins import BasePlugin, get_plugin_logger
+from mkdocs.structure.files import File, Files
+from mkdocs.utils import get_relative_url
+
+from models.catalogue import CATALOGUE_PATH, Catalogue, load_catalogue
+from models.yamlsource import SourceError
+
+from . import superfence
+from .artifacts import FigureArtifacts, FigureRequest, build_figure, dumps
+from .bundle import javascript_bundle, short_hash
+from .cache import MODELS_ROOT, PACKAGE_ROOT, DiskCache, code_fingerprint, digest
+from .config import ExplainerConfig
+from .html import figure_html, page_root_html
+from .pages import PageBuild, build_page, substitute_numbers
+from .theme import THEMES
+
+log = get_plugin_logger(__name__)
+
+ASSETS = "assets/explainer"
+CSS_PATH = f"{ASSETS}/explainer.css"
+
+
+class ExplainerPlugin(BasePlugin[ExplainerConfig]):
+    def on_config(self, config: MkDocsConfig) -> MkDocsConfig | None:
+        if not self.config.enabled:
+            return None
+        root = Path(config.config_file_path or ".").resolve().parent
+        self.root = root
+        self.cache = DiskCache(root / self.config.cache_dir if self.config.cache_dir else None)
+        self.catalogue_path = Path(self.config.catalogue or CATALOGUE_PATH)
+        _register_fence(config)
+        if CSS_PATH not in config.extra_css:
+            config.extra_css.append(CSS_PATH)
+        return config
+
+    # -- collect: check and compute everything, and hand MkDocs the generated files --
+    def on_files(self, files: Files, *, config: MkDocsConfig) -> Files | None:
+        if not self.config.enabled:
+            return None
+        self.pages: dict[str, PageBuild] = {}
+        self.figure_files: dict[str, dict[str, str]] = {}
+        self.page_json: dict[str, str] = {}
+        try:
+            catalogue = load_catalogue(self.catalogue_path)
+        except SourceError as exc:
+            raise PluginError(self._located(exc)) from None
+        self.catalogue = catalogue
+        added: set[str] = set()
+
+        def add(path: str, content: str | bytes) -> str:
+            if path not in added:
+                files.append(File.generated(config, path, content=content))
+                added.add(path)
+            return path
+
+        bundle = javascript_bundle(self.cache)
+        self.bundle_path = add(f"{ASSETS}/vega-{short_hash(bundle)}.js", bundle)
+        loader = (PACKAGE_ROOT / "assets" / "loader.js").read_text(encoding="utf-8")
+        self.loader_path = add(f"{ASSETS}/loader-{short_hash(loader)}.js", loader)
+        add(CSS_PATH, (PACKAGE_ROOT / "assets" / "explainer.css").read_text(encoding="utf-8"))
+
+        fingerprint = digest(code_fingerprint(), self.catalogue_path.read_text(encoding="utf-8"))
+        budget = self.config.data_budget_kb * 1000
+        for file in files.documentation_pages():
+            path = self._display_path(file)
+            try:
+                page = build_page(file.content_string, path, catalogue,
+                                  lambda req: self._figure(req, catalogue, fingerprint), budget)
+            except SourceError as exc:
+                raise PluginError(self._located(exc)) from None
+            if not page.live and not page.numbers:
+                continue
+            self.pages[file.src_uri] = page
+            for fig in page.figures:
+                self.figure_files[fig.anchor + "@" + file.src_uri] = self._figure_files(fig, add)
+            self.page_json[file.src_uri] = add(
+                f"{ASSETS}/page/{short_hash(file.src_uri)}.json", dumps(_page_state(page)))
+        return files
+
+    def _figure(self, req: FigureRequest, catalogue: Catalogue, fingerprint: str) -> FigureArtifacts:
+        key = digest(fingerprint, req.identity())
+        cached = self.cache.get("figures", key)
+        if cached is not None:
+            import json
+            return FigureArtifacts.from_json(json.loads(cached))
+        artifacts = build_figure(req, catalogue)
+        self.cache.put("figures", key, dumps(artifacts.to_json()))
+        return artifacts
+
+    def _figure_files(self, fig, add) -> dict[str, str]:
+        a = fig.artifacts
+        stem = f"{ASSETS}/fig/{digest(a.to_json(), fig.scenario_map)[:16]}"
+        variants = {}
+        for i, key in enumerate(k for k in a.data if k != a.default):
+            variants[key] = add(f"{stem}-{i + 1}.json", dumps(a.data[key])).rsplit("/", 1)[1]
+        payload = {"spec": a.spec, "data": a.data[a.default], "default": a.default, "variants": variants,
+                   "map": fig.scenario_map, "themes": THEMES}
+        return {"json": add(f"{stem}.json", dumps(payload)),
+                "svg": add(f"{stem}.svg", a.svg), "csv": add(f"{stem}.csv", a.csv)}
+
+    # -- render: swap in what was computed --
+    def on_page_markdown(self, markdown: str, *, page, config: MkDocsConfig, files: Files) -> str | None:
+        if not self.config.enabled:
+            return None
+        build = self.pages.get(page.file.src_uri)
+        if build is None:
+            superfence.set_active({})
+            return None
+        url = lambda path: get_relative_url(path, page.file.url)  # noqa: E731
+        try:
+            markdown = substitute_numbers(markdown, build, self._display_path(page.file))
+        except SourceError as exc:
+            raise PluginError(self._located(exc)) from None
+        rendered: dict[str, list[str]] = {}
+        for fig in build.figures:
+            files_ = self.figure_files[fig.anchor + "@" + page.file.src_uri]
+            rendered.setdefault(fig.fence.body.strip(), []).append(figure_html(fig, url, files_))
+        superfence.set_active(rendered)
+        if not build.live:
+            return markdown
+        root = page_root_html(build, url(self.page_json[page.file.src_uri]), url(self.bundle_path),
+                              url(self.loader_path), _switch_labels(self.catalogue, build))
+        return _after_title(markdown, root)
+
+    def on_serve(self, server, *, config: MkDocsConfig, builder):
+        if self.config.enabled:
+            # Editing a model, the figure code or the catalogue must rebuild the site.
+            server.watch(str(MODELS_ROOT))
+            server.watch(str(PACKAGE_ROOT))
+            server.watch(str(self.catalogue_path))
+        return server
+
+    def _display_path(self, file: File) -> str:
+        abs_path = file.abs_src_path or file.src_uri
+        try:
+            return os.path.relpath(abs_path, self.root)
+        except ValueError:
+            return abs_path
+
+    def _located(self, exc: SourceError) -> str:
+        return f"explainer: {exc}"
+
+
+def _register_fence(config: MkDocsConfig) -> None:
+    """Make sure superfences knows the `explainer` fence, so authors need not list it."""
+    if "pymdownx.superfences" not in config.markdown_extensions:
+        config.markdown_extensions.append("pymdownx.superfences")
+    settings = config.mdx_configs.setdefault("pymdownx.superfences", {})
+    fences = settings.setdefault("custom_fences", [])
+    if not any(f.get("name") == superfence.FENCE["name"] for f in fences):
+        fences.append(dict(superfence.FENCE))
+
+
+def _after_title(markdown: str, block: str) -> str:
+    lines = markdown.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith("# "):
+            return "\n".join(lines[:i + 1] + ["", block] + lines[i + 1:])
+        if line.strip():
+            break
+    return block + "\n" + markdown
+
+
+def _switch_labels(cat: Catalogue, build: PageBuild) -> dict[str, dict[str, str]]:
+    """Visible names for the scenario switch's choices."""
+    models = {k: m.name for k, m in cat.models.items()}
+    return {"accelerator": {k: a.name for k, a in cat.accelerators.items()}, "target": models, "draft": models,
+            "cards": {str(n): f"{n} card{'s' if n != 1 else ''}" for n in build.controls.switch.get("cards", [])}}
+
+
+def _page_state(page: PageBuild) -> dict:
+    c = page.controls
+    return {
+        "switch": c.switch,
+        "scenarios": [s.key for s in c.grid()],
+        "default": c.scenario.key,
+        "sliders": {n: {"min": s.min, "step": s.step, "count": s.count, "default": s.default,
+                        "decimals": s.decimals} for n, s in c.sliders.items()},
+        "numbers": {n.id: {"deps": n.deps, "texts": n.texts} for n in page.numbers.values() if n.deps},
+    }
