@@ -146,12 +146,12 @@
       });
       if (fig.result) { fig.result.finalize(); fig.result = null; }
       var theme = scheme();
+      fig.el.classList.add("eg-live"); // the view needs its width before vega measures it
       return window.vegaEmbed(fig.view, spec, {
         actions: false, renderer: "svg", config: fig.payload.themes[theme], tooltip: { theme: theme }
       }).then(function (result) {
         if (gen !== generation) { result.finalize(); return; }
         fig.result = result;
-        fig.el.classList.add("eg-live");
         boundParams(spec).forEach(function (p) {
           if (!(p.name in state.sliders)) state.sliders[p.name] = p.value;
           result.view.addSignalListener(p.name, function (name, value) { onSlider(name, value, fig); });
