@@ -1,0 +1,110 @@
+"""The real site, built with --strict: figures, files and numbers are what the models say."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from pathlib import Path
+
+import altair
+import jsonschema
+import numpy as np
+import pytest
+
+from helpers import article, numbers_in
+from models import load_catalogue, roofline, speculative
+
+SPEC_PAGE = "explainers/speculative-decoding/index.html"
+
+
+def _figure(site: Path, page: str, kind_anchor: str) -> tuple[str, dict, Path]:
+    html = (site / page).read_text()
+    m = re.search(rf'<figure class="eg-figure" id="{kind_anchor}"[^>]*data-eg-figure="([^"]+)"', html)
+    assert m, f"{kind_anchor} missing from {page}"
+    path = (site / page).parent / m.group(1)
+    return html, json.loads(path.read_text()), path
+
+
+@pytest.fixture(scope="module")
+def speedup_fig(site):
+    return _figure(site, SPEC_PAGE, "fig-speedup-vs-batch")
+
+
+def test_spec_validates_against_vega_lite_schema(speedup_fig):
+    _, payload, _ = speedup_fig
+    schema_path = Path(altair.__file__).parent / "vegalite/v6/schema/vega-lite-schema.json"
+    schema = json.loads(schema_path.read_text())
+    spec = dict(payload["spec"], datasets={**payload["spec"].get("datasets", {}), "table": []})
+    jsonschema.validate(spec, schema)
+    assert spec["$schema"].endswith(f"{altair.SCHEMA_VERSION}.json")
+    bound = [p for p in spec["params"] if p.get("bind", {}).get("input") == "range"]
+    assert [p["name"] for p in bound] == ["a"]
+    assert bound[0]["bind"]["min"] == 0.05 and bound[0]["bind"]["max"] == 0.95 and bound[0]["bind"]["step"] == 0.05
+
+
+def test_precomputed_table_holds_every_slider_position(speedup_fig):
+    _, payload, _ = speedup_fig
+    cols = payload["data"]
+    assert sorted(set(cols["a"])) == pytest.approx(list(np.round(np.arange(0.05, 0.951, 0.05), 2)))
+    assert sorted(set(cols["k"])) == [1, 2, 4, 8]
+    assert min(cols["batch"]) == 1 and max(cols["batch"]) == 1024
+
+
+def test_data_equals_the_model(speedup_fig):
+    _, payload, _ = speedup_fig
+    cat = load_catalogue()
+    acc, target, draft = cat.accelerator("h100-sxm"), cat.model("llama-3-70b"), cat.model("llama-3.2-1b")
+    cols = {k: np.array(v, dtype=float) for k, v in payload["data"].items()}
+    model = speculative.speedup(acc, target, draft, 4, cols["batch"], cols["a"], cols["k"])
+    assert np.allclose(cols["speedup"], model, rtol=1e-3)
+
+
+def test_svg_and_csv_exist_and_match_the_model(site, speedup_fig):
+    html, payload, path = speedup_fig
+    svg = re.search(r'<img class="eg-static" src="([^"]+)"', html).group(1)
+    svg_text = ((site / SPEC_PAGE).parent / svg).read_text()
+    assert svg_text.startswith("<svg") and "Batch size" in svg_text
+    csv_href = re.search(r'<a href="([^"]+\.csv)" download', html).group(1)
+    rows = list(csv.DictReader(io.StringIO(((site / SPEC_PAGE).parent / csv_href).read_text())))
+    assert len(rows) == len(payload["data"]["a"])
+    cat = load_catalogue()
+    acc, target, draft = cat.accelerator("h100-sxm"), cat.model("llama-3-70b"), cat.model("llama-3.2-1b")
+    for row in rows[::97]:
+        model = speculative.speedup(acc, target, draft, 4, float(row["batch size"]), float(row["acceptance rate"]),
+                                    float(row["lookahead k"]))
+        assert float(row["speedup over plain decoding"]) == pytest.approx(float(model), rel=1e-3)
+
+
+def test_accessible_table_shows_the_default_state(site, speedup_fig):
+    html, _, _ = speedup_fig
+    body = article(html)
+    table = re.search(r"<table>.*?</table>", body, re.S).group(0)
+    assert "acceptance rate 0.80" in table
+    cat = load_catalogue()
+    acc, target, draft = cat.accelerator("h100-sxm"), cat.model("llama-3-70b"), cat.model("llama-3.2-1b")
+    row = re.search(r'<tr><th scope="row">64</th>(.*?)</tr>', table).group(1)
+    shown = [float(x) for x in re.findall(r"<td>([\d.]+)×</td>", row)]
+    model = speculative.speedup(acc, target, draft, 4, 64, 0.8, np.array([1, 2, 4, 8]))
+    assert shown == pytest.approx(np.round(model, 2).tolist())
+
+
+def test_inline_numbers_come_from_the_models(site):
+    html = (site / SPEC_PAGE).read_text()
+    shown = numbers_in(article(html))
+    cat = load_catalogue()
+    acc, target = cat.accelerator("h100-sxm"), cat.model("llama-3-70b")
+    step_ms = float(roofline.step_time(acc, target, 4, 1).seconds) * 1e3
+    assert f"{step_ms:.1f}\u00a0ms" in shown
+    assert f"{float(speculative.expected_tokens(0.8, 4)):.1f}" in shown
+
+
+def test_bundle_is_self_hosted_and_loaded_lazily(site):
+    html = (site / SPEC_PAGE).read_text()
+    bundle = re.search(r'data-eg-bundle="([^"]+)"', html).group(1)
+    text = ((site / SPEC_PAGE).parent / bundle).read_text()
+    assert "vegaEmbed" in text and len(text) > 500_000
+    # The bundle is fetched by the loader, not by a script tag on every page.
+    assert f'src="{bundle}"' not in html
+    home = (site / "index.html").read_text()
+    assert "vega-" not in home and "loader-" not in home

@@ -1,0 +1,95 @@
+"""The numeric models against published figures and the properties they must have."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from models import load_catalogue, roofline, speculative
+
+PUBLISHED = yaml.safe_load((Path(speculative.__file__).with_name("published.yaml")).read_text())
+
+
+@pytest.fixture(scope="module")
+def cat():
+    return load_catalogue()
+
+
+@pytest.fixture(scope="module")
+def scenario(cat):
+    return cat.accelerator("h100-sxm"), cat.model("llama-3-70b"), cat.model("llama-3.2-1b")
+
+
+@pytest.mark.parametrize("row", PUBLISHED["leviathan2023_table1"], ids=lambda r: f"a{r['a']}-k{r['k']}")
+def test_expected_tokens_reproduces_leviathan_table1_speed(row):
+    # With c = 0 the paper's walltime improvement is exactly E(a, k); the table prints 2 decimals.
+    assert speculative.expected_tokens(row["a"], row["k"]) == pytest.approx(row["speed"], abs=0.005)
+
+
+def test_expected_tokens_limits():
+    assert speculative.expected_tokens(1.0, 4) == 5.0
+    assert speculative.expected_tokens(0.0, 4) == 1.0
+    a = np.linspace(0.01, 0.99, 50)
+    # Direct sum of the geometric series: 1 + a + ... + a^k.
+    assert np.allclose(speculative.expected_tokens(a, 3), 1 + a + a**2 + a**3)
+
+
+def test_plain_step_of_70b_on_four_h100_is_bandwidth_bound(cat, scenario):
+    acc, target, _ = scenario
+    st = roofline.step_time(acc, target, 4, 1)
+    assert not st.compute_bound
+    # Weights / (4 x bandwidth): bf16 bytes from the catalogue's parameter count.
+    expected = target.params * 2 / (4 * 3.35e12)
+    assert float(st.seconds) == pytest.approx(expected)
+    assert 10.0e-3 < float(st.seconds) < 11.0e-3  # "about 10.5 ms"
+    assert float(st.utilisation) < 0.01
+
+
+def test_step_time_turns_compute_bound_at_the_ridge(cat, scenario):
+    acc, target, _ = scenario
+    ridge = roofline.ridge_tokens(acc, target)
+    assert not roofline.step_time(acc, target, 4, np.floor(ridge)).compute_bound
+    assert roofline.step_time(acc, target, 4, np.ceil(ridge) + 1).compute_bound
+
+
+def test_k8_below_k4_at_half_acceptance_batch_one(scenario):
+    acc, target, draft = scenario
+    s4, s8 = speculative.speedup(acc, target, draft, 4, 1, 0.5, np.array([4, 8]))
+    assert s8 < s4
+
+
+def test_speedup_falls_below_one_in_the_hundreds(scenario):
+    acc, target, draft = scenario
+    for k in (1, 2, 4, 8):
+        b = int(speculative.breakeven_batch(acc, target, draft, 4, 0.8, k))
+        assert speculative.speedup(acc, target, draft, 4, b, 0.8, k) < 1 <= speculative.speedup(acc, target, draft, 4, b - 1, 0.8, k)
+    assert 100 <= int(speculative.breakeven_batch(acc, target, draft, 4, 0.8, 4)) < 1000
+
+
+def test_vectorised_over_a_whole_grid(scenario):
+    acc, target, draft = scenario
+    a = np.linspace(0.05, 0.95, 19)[:, None, None]
+    k = np.array([1, 2, 4, 8])[None, :, None]
+    b = np.array([1, 16, 256, 1024])[None, None, :]
+    grid = speculative.speedup(acc, target, draft, 4, b, a, k)
+    assert grid.shape == (19, 4, 4)
+    one = speculative.speedup(acc, target, draft, 4, 16, float(a[7, 0, 0]), 2)
+    assert grid[7, 1, 1] == pytest.approx(one)
+
+
+def test_catalogue_has_the_required_rows(cat):
+    assert {"a100-80gb", "h100-sxm", "h200", "b200", "mi300x"} <= set(cat.accelerators)
+    assert {"llama-3.2-1b", "llama-3-8b", "llama-3-70b", "llama-3.1-405b"} <= set(cat.models)
+    # KV bytes per token from the shapes; the reference gives 327,680 for 70B in bf16.
+    assert cat.model("llama-3-70b").kv_bytes_per_token() == 2 * 80 * 8 * 128 * 2
+
+
+def test_models_import_no_mkdocs_or_altair():
+    import subprocess
+    import sys
+    code = ("import sys, models, models.roofline, models.speculative, models.catalogue;"
+            "bad=[m for m in sys.modules if m.split('.')[0] in ('mkdocs','altair','vl_convert','explainer_gen')];"
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True)
