@@ -79,6 +79,8 @@ def gzip_size(text: str) -> int:
 
 
 def _round(values: np.ndarray) -> list:
+    if values.dtype.kind in "USO":  # labels, e.g. a lane or a scheduler name
+        return [str(v) for v in values.tolist()]
     if values.dtype.kind in "iub" or np.array_equal(values, np.round(values)):
         return [int(v) for v in values.tolist()]
     return [float(f"{v:.{SIGNIFICANT}g}") for v in values.tolist()]
@@ -86,10 +88,12 @@ def _round(values: np.ndarray) -> list:
 
 def _check_finite(cols: dict[str, np.ndarray], req: FigureRequest, scenario: Scenario) -> None:
     for name, values in cols.items():
+        if values.dtype.kind in "USO":
+            continue
         bad = ~np.isfinite(values.astype(float))
         if bad.any():
             i = int(np.argmax(bad))
-            where = ", ".join(f"{s}={cols[s][i]:g}" for s in req.sliders)
+            where = ", ".join(f"{s}={cols[s][i]:g}" for s in req.sliders if s in cols)
             raise SourceError(req.path, req.line, f"figure {req.kind!r}: the model gave {values[i]} for "
                               f"{name!r} at {where or 'the only position'} (scenario {scenario.key})")
 
