@@ -79,6 +79,9 @@ def gzip_size(text: str) -> int:
 
 
 def _round(values: np.ndarray) -> list:
+    if values.dtype.kind == "O" and len(values) and isinstance(values[0], (list, tuple, np.ndarray)):
+        # Per-position sequences (e.g. outcomes per step); Vega-Lite flattens them in the browser.
+        return [[int(x) if float(x).is_integer() else float(f"{x:.{SIGNIFICANT}g}") for x in v] for v in values]
     if values.dtype.kind in "USO":  # labels, e.g. a lane or a scheduler name
         return [str(v) for v in values.tolist()]
     if values.dtype.kind in "iub" or np.array_equal(values, np.round(values)):

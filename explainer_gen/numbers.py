@@ -171,8 +171,11 @@ class NumberResult:
 
 
 def compute_number(item: Inline, number_id: str, expr: Expr, fmt: Format, sliders: dict[str, Slider],
-                   envs: list[dict[str, Any]], path: str) -> NumberResult:
-    """Evaluate over the sliders the expression names and every scenario env given."""
+                   envs: list[dict[str, Any]], path: str, default_env: int = 0) -> NumberResult:
+    """Evaluate over the sliders the expression names and every scenario env given.
+
+    `envs` are in the browser's scenario order; `default_env` is the page's default among them.
+    """
     axes = [sliders[n] for n in expr.names]
     shape = [s.count for s in axes]
     per_scenario = []
@@ -182,7 +185,11 @@ def compute_number(item: Inline, number_id: str, expr: Expr, fmt: Format, slider
             scope[s.name] = s.values().reshape([-1 if j == i else 1 for j in range(len(axes))])
         try:
             with timing.in_models():
-                value = np.broadcast_to(np.asarray(evaluate(expr, scope), dtype=float), shape)
+                raw = evaluate(expr, scope)
+            if isinstance(raw, str):  # a name from the scenario, such as the accelerator's
+                per_scenario.append([raw] * int(np.prod(shape)))
+                continue
+            value = np.broadcast_to(np.asarray(raw, dtype=float), shape)
         except (TypeError, ValueError) as exc:
             raise SourceError(path, item.line, f"inline number {{{{ {item.expr} }}}} failed: {exc}") from None
         bad = ~np.isfinite(value)
@@ -193,7 +200,7 @@ def compute_number(item: Inline, number_id: str, expr: Expr, fmt: Format, slider
                               f"{' under scenario ' + env['__scenario__'] if len(envs) > 1 else ''}")
         per_scenario.append([fmt(v) for v in value.ravel().tolist()])
     default_index = int(np.ravel_multi_index([s.index_of(s.default) for s in axes], shape)) if axes else 0
-    default = per_scenario[0][default_index]
+    default = per_scenario[default_env][default_index]
     varies_by_scenario = any(t != per_scenario[0] for t in per_scenario[1:])
     deps = (["scenario"] if varies_by_scenario else []) + list(expr.names)
     texts = [t for block in (per_scenario if varies_by_scenario else per_scenario[:1]) for t in block]

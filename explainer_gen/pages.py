@@ -189,13 +189,14 @@ def build_page(source: str, path: str, catalogue: Catalogue,
         env["__scenario__"] = scenario.key
         envs.append(env)
     functions = {k for k in envs[0] if not k.startswith("__")}
+    default_env = controls.grid().index(controls.scenario)
     for item in find_inline(lines, inside):
         if item.key in page.numbers:
             continue
         expr: Expr = parse_expr(item.expr, functions, controls.sliders, path, item.line)
         fmt = parse_format(item.fmt, path, item.line)
         page.numbers[item.key] = compute_number(item, f"n{len(page.numbers)}", expr, fmt, controls.sliders,
-                                                envs, path)
+                                                envs, path, default_env)
     return page
 
 

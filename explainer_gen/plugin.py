@@ -17,7 +17,7 @@ from mkdocs.utils import get_relative_url
 from models.catalogue import CATALOGUE_PATH, Catalogue, load_catalogue
 from models.yamlsource import SourceError
 
-from . import superfence
+from . import mathml, superfence
 from .artifacts import FigureArtifacts, FigureRequest, build_figure, dumps
 from .bundle import javascript_bundle, short_hash
 from .cache import MODELS_ROOT, PACKAGE_ROOT, DiskCache, code_fingerprint, digest
@@ -159,8 +159,9 @@ def _register_fence(config: MkDocsConfig) -> None:
         config.markdown_extensions.append("pymdownx.superfences")
     settings = config.mdx_configs.setdefault("pymdownx.superfences", {})
     fences = settings.setdefault("custom_fences", [])
-    if not any(f.get("name") == superfence.FENCE["name"] for f in fences):
-        fences.append(dict(superfence.FENCE))
+    for fence in (superfence.FENCE, mathml.FENCE):
+        if not any(f.get("name") == fence["name"] for f in fences):
+            fences.append(dict(fence))
 
 
 def _after_title(markdown: str, block: str) -> str:

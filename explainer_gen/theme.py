@@ -23,6 +23,8 @@ def _config(fg: str, muted: str, grid: str, category: list[str]) -> dict:
 
 
 # Line colours keep at least 3:1 contrast against each background.
-LIGHT = _config("#1f2328", "#4b5563", "#d9dde3", ["#1f6feb", "#c2410c", "#15803d", "#7e22ce", "#b91c1c"])
-DARK = _config("#e6e8ee", "#b6bcc8", "#3b4150", ["#7cb4ff", "#fb923c", "#4ade80", "#d8b4fe", "#f87171"])
+LIGHT = _config("#1f2328", "#4b5563", "#d9dde3",
+                ["#1f6feb", "#c2410c", "#15803d", "#7e22ce", "#b91c1c", "#0e7490", "#a16207", "#6b7280"])
+DARK = _config("#e6e8ee", "#b6bcc8", "#3b4150",
+               ["#7cb4ff", "#fb923c", "#4ade80", "#d8b4fe", "#f87171", "#67e8f9", "#fcd34d", "#9ca3af"])
 THEMES = {"light": LIGHT, "dark": DARK}

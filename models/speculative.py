@@ -56,3 +56,25 @@ def breakeven_batch(acc: Accelerator, target: LLM, draft: LLM, cards, a, k,
     slower = speedup(acc, target, draft, cards, batch, a, k, bytes_per_param) < 1.0
     first = np.argmax(slower, axis=-1) + 1
     return np.where(slower.any(axis=-1), np.where(slower[..., 0], 0, first), -1)
+
+
+def accepted_runs(a: float, k: int, n_tokens: int, uniforms: np.ndarray) -> list[int]:
+    """Accepted guesses in each verify step until `n_tokens` tokens exist.
+
+    Guess i is accepted when its uniform draw is below `a`; a step stops at its first
+    rejection. Each step yields its accepted guesses plus one token of the target's own
+    (the correction, or the bonus token when all k pass). Reading draws in order from one
+    shared stream means neighbouring slider positions differ only where they must.
+    """
+    runs, made, pos = [], 0, 0
+    while made < n_tokens:
+        accepted = 0
+        while accepted < k:
+            u = uniforms[pos % len(uniforms)]
+            pos += 1
+            if u >= a:
+                break
+            accepted += 1
+        runs.append(accepted)
+        made += accepted + 1
+    return runs
