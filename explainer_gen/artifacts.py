@@ -119,6 +119,7 @@ def safe_csv_cell(value):
 
 def build_figure(req: FigureRequest, catalogue: Catalogue) -> FigureArtifacts:
     kind = REGISTRY[req.kind]
+    timing.figures_computed += 1
     positions = math.prod(s.count for s in req.sliders.values())
     if positions > MAX_GRID_POSITIONS:
         raise SourceError(req.path, req.line, f"figure {req.kind!r}: the sliders make {positions:,} positions; "

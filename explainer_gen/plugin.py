@@ -6,6 +6,7 @@ mistake aborts the build with the site folder as it was.
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 from mkdocs.config.defaults import MkDocsConfig
@@ -41,6 +42,7 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
         self.cache = DiskCache(root / self.config.cache_dir if self.config.cache_dir else None)
         self.catalogue_path = Path(self.config.catalogue or CATALOGUE_PATH)
         _register_fence(config)
+        _pin_build_date(root)
         if CSS_PATH not in config.extra_css:
             config.extra_css.append(CSS_PATH)
         return config
@@ -151,6 +153,22 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
 
     def _located(self, exc: SourceError) -> str:
         return f"explainer: {exc}"
+
+
+def _pin_build_date(root: Path) -> None:
+    """Date stamps (sitemap, gzip headers) from the last commit, so equal sources build equal bytes.
+
+    MkDocs reads SOURCE_DATE_EPOCH for every date it writes; an explicit value wins.
+    """
+    if "SOURCE_DATE_EPOCH" in os.environ:
+        return
+    try:
+        out = subprocess.run(["git", "-C", str(root), "log", "-1", "--format=%ct"],
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return
+    if out.returncode == 0 and out.stdout.strip().isdigit():
+        os.environ["SOURCE_DATE_EPOCH"] = out.stdout.strip()
 
 
 def _register_fence(config: MkDocsConfig) -> None:

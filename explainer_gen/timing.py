@@ -5,6 +5,7 @@ import time
 from contextlib import contextmanager
 
 model_seconds = 0.0
+figures_computed = 0  # figures run through the models (cache misses) since the last reset
 
 
 @contextmanager
@@ -18,5 +19,6 @@ def in_models():
 
 
 def reset() -> None:
-    global model_seconds
+    global model_seconds, figures_computed
     model_seconds = 0.0
+    figures_computed = 0

@@ -1,0 +1,117 @@
+"""The speculative-decoding page: its prose numbers are the models' numbers, and nothing is frozen."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import REPO, article, copy_project, mkdocs_build, numbers_in
+from models import load_catalogue, roofline, speculative
+
+PAGE = "explainers/speculative-decoding/index.html"
+SOURCE = REPO / "docs/explainers/speculative-decoding.md"
+
+
+def scenario(acc="h100-sxm", cards=4, target="llama-3-70b", draft="llama-3.2-1b"):
+    cat = load_catalogue()
+    return cat.accelerator(acc), cards, cat.model(target), cat.model(draft)
+
+
+def expected_texts(acc, cards, target, draft, a=0.8, k=4) -> dict[str, str]:
+    """What the page must say, computed here straight from the models."""
+    plain = roofline.step_time(acc, target, cards, 1)
+    return {
+        "weights": f"{target.params * 2 / 1e9:.0f}\u00a0GB",
+        "plain step": f"{float(plain.seconds) * 1e3:.1f}\u00a0ms",
+        "tensor-core use": f"{float(plain.utilisation):.2%}",
+        "E(a,k)": f"{float(speculative.expected_tokens(a, k)):.1f}",
+        "verify pass": f"{float(roofline.step_time(acc, target, cards, k + 1).seconds) * 1e3:.1f}\u00a0ms",
+        "draft step": f"{float(roofline.step_time(acc, draft, cards, 1).seconds) * 1e3:.2f}\u00a0ms",
+        "k=4 at a=0.5": f"{float(speculative.speedup(acc, target, draft, cards, 1, 0.5, 4)):.2f}×",
+        "k=8 at a=0.5": f"{float(speculative.speedup(acc, target, draft, cards, 1, 0.5, 8)):.2f}×",
+        "breakeven": f"{int(speculative.breakeven_batch(acc, target, draft, cards, a, k)):,d}",
+        "ridge positions": f"{roofline.ridge_tokens(acc, target):,.0f}",
+        "draft weights": f"{draft.params * 2 / 1e9:.1f}\u00a0GB",
+    }
+
+
+def test_prose_carries_the_models_numbers(site):
+    shown = numbers_in(article((site / PAGE).read_text()))
+    for what, text in expected_texts(*scenario()).items():
+        assert text in shown, (what, text, shown)
+
+
+def test_headline_claims_hold_in_the_default_scenario():
+    acc, cards, target, draft = scenario()
+    assert 130e9 < target.params * 2 < 150e9  # "about 140 GB"
+    assert float(roofline.step_time(acc, target, cards, 1).utilisation) < 0.01
+    assert round(float(speculative.expected_tokens(0.8, 4)), 1) == 3.4
+    assert speculative.speedup(acc, target, draft, cards, 1, 0.5, 8) < speculative.speedup(acc, target, draft, cards, 1, 0.5, 4)
+    assert 100 <= speculative.breakeven_batch(acc, target, draft, cards, 0.8, 4) < 1000
+
+
+def test_page_has_the_required_parts(site):
+    html = (site / PAGE).read_text()
+    assert "<h1" in html and "Verifying five tokens costs the same as making one" in html
+    assert 'id="fig-token-timeline"' in html and 'id="fig-speedup-vs-batch"' in html
+    assert "<math" in html  # E(a, k) rendered as MathML at build time
+    assert "What this model leaves out" in html
+    assert 'data-eg-switch="accelerator"' in html and 'data-eg-switch="cards"' in html
+    assert 'data-eg-switch="draft"' in html
+
+
+def test_every_scenario_and_slider_position_is_precomputed(site):
+    html = (site / PAGE).read_text()
+    page_json = re.search(r'data-eg-page="([^"]+)"', html).group(1)
+    state = json.loads(((site / PAGE).parent / page_json).read_text())
+    assert len(state["scenarios"]) == 3 * 4 * 2
+    acc, cards, target, draft = scenario()
+    # The breakeven number depends on a, k and the scenario: check one position away from the default.
+    n = next(v for v in state["numbers"].values() if set(v["deps"]) == {"scenario", "a", "k"}
+             and len(v["texts"]) == 24 * 19 * 8 and v["texts"][0].replace(",", "").isdigit())
+    i_sc = state["scenarios"].index("h200.8.llama-3-70b.llama-3-8b")
+    i_a, i_k = round((0.6 - 0.05) / 0.05), 2 - 1
+    cat = load_catalogue()
+    want = speculative.breakeven_batch(cat.accelerator("h200"), target, cat.model("llama-3-8b"), 8, 0.6, 2)
+    assert n["texts"][(i_sc * 19 + i_a) * 8 + i_k] == f"{int(want):,d}"
+
+
+def test_changing_the_scenario_changes_numbers_and_figures(tmp_path, site):
+    project = copy_project(tmp_path / "project")
+    page = project / "docs/explainers/speculative-decoding.md"
+    page.write_text(page.read_text().replace("accelerator: h100-sxm", "accelerator: mi300x", 1)
+                    .replace("accelerator: [h100-sxm, h200, mi300x]", "accelerator: [mi300x, h100-sxm]"))
+    result = mkdocs_build(tmp_path / "out", project / "mkdocs.yml")
+    assert result.returncode == 0, result.stderr
+    built = (tmp_path / "out" / PAGE).read_text()
+    shown = numbers_in(article(built))
+    for what, text in expected_texts(*scenario("mi300x")).items():
+        assert text in shown, (what, text)
+    assert expected_texts(*scenario())["plain step"] not in shown
+    # The figures' default data follow the scenario too.
+    before = (site / PAGE).read_text()
+    figs = lambda html: re.findall(r'data-eg-figure="([^"]+)"', html)  # noqa: E731
+    for old, new in zip(figs(before), figs(built)):
+        old_data = json.loads(((site / PAGE).parent / old).read_text())["data"]
+        new_data = json.loads(((tmp_path / "out" / PAGE).parent / new).read_text())["data"]
+        assert old_data != new_data
+
+
+def test_token_timeline_matches_the_model(site):
+    html = (site / PAGE).read_text()
+    fig = re.search(r'id="fig-token-timeline"[^>]*data-eg-figure="([^"]+)"', html).group(1)
+    data = json.loads(((site / PAGE).parent / fig).read_text())["data"]
+    acc, cards, target, draft = scenario()
+    for i in range(0, len(data["a"]), 17):
+        a, k, runs = data["a"][i], data["k"][i], data["acc"][i]
+        assert sum(runs) + len(runs) >= 48 > sum(runs[:-1]) + len(runs) - 1  # stops at the 48th token
+        assert all(0 <= n <= k for n in runs)
+        step = float(roofline.step_time(acc, draft, cards, 1).seconds) * k + float(
+            roofline.step_time(acc, target, cards, k + 1).seconds)
+        assert data["spec_total_ms"][i] == pytest.approx(len(runs) * step * 1e3, rel=1e-3)
+    # At every lookahead, high acceptance needs far fewer verify steps than low acceptance.
+    steps = np.array(data["steps"]).reshape(19, 8)
+    assert (steps[-1] < steps[0]).all()
