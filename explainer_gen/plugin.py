@@ -5,6 +5,7 @@ mistake aborts the build with the site folder as it was.
 """
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 from pathlib import Path
@@ -23,7 +24,10 @@ from .artifacts import FigureArtifacts, FigureRequest, build_figure, dumps
 from .bundle import javascript_bundle, short_hash
 from .cache import MODELS_ROOT, PACKAGE_ROOT, DiskCache, code_fingerprint, digest
 from .config import ExplainerConfig
+from .crossref import CrossRefs, Source
+from .feed import ATOM_PATH
 from .html import figure_html, page_root_html
+from .staging import Staging, WarningCount
 from .pages import PageBuild, build_page, substitute_numbers
 from .theme import THEMES
 
@@ -34,14 +38,27 @@ CSS_PATH = f"{ASSETS}/explainer.css"
 
 
 class ExplainerPlugin(BasePlugin[ExplainerConfig]):
+    command = "build"
+    staging: Staging | None = None
+
+    def on_startup(self, *, command: str, dirty: bool) -> None:
+        self.command, self.dirty = command, dirty
+
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig | None:
         if not self.config.enabled:
             return None
+        if self.command in ("build", "gh-deploy") and not getattr(self, "dirty", False):
+            self.staging = Staging(config.site_dir)
+            config.site_dir = str(self.staging.stage)
+            self.warnings = WarningCount()
+            logging.getLogger("mkdocs").addHandler(self.warnings)
         root = Path(config.config_file_path or ".").resolve().parent
         self.root = root
         self.cache = DiskCache(root / self.config.cache_dir if self.config.cache_dir else None)
         self.catalogue_path = Path(self.config.catalogue or CATALOGUE_PATH)
         _register_fence(config)
+        if "attr_list" not in config.markdown_extensions:  # feed and glossary anchors
+            config.markdown_extensions.append("attr_list")
         _pin_build_date(root)
         if CSS_PATH not in config.extra_css:
             config.extra_css.append(CSS_PATH)
@@ -60,6 +77,7 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
             raise PluginError(self._located(exc)) from None
         self.catalogue = catalogue
         added: set[str] = set()
+        self._collect_refs(files, config)
 
         def add(path: str, content: str | bytes) -> str:
             if path not in added:
@@ -67,6 +85,8 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
                 added.add(path)
             return path
 
+        if self.refs.feed_page:
+            add(ATOM_PATH, self.refs.atom(config.site_name, config.site_url, self.urls))
         bundle = javascript_bundle(self.cache)
         self.bundle_path = add(f"{ASSETS}/vega-{short_hash(bundle)}.js", bundle)
         loader = (PACKAGE_ROOT / "assets" / "loader.js").read_text(encoding="utf-8")
@@ -117,10 +137,14 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
         if not self.config.enabled:
             return None
         build = self.pages.get(page.file.src_uri)
+        url = lambda path: get_relative_url(path, page.file.url)  # noqa: E731
+        try:
+            markdown = self.refs.markdown(page.file.src_uri, markdown, self.urls, url, self._display_path(page.file))
+        except SourceError as exc:
+            raise PluginError(self._located(exc)) from None
         if build is None:
             superfence.set_active({})
-            return None
-        url = lambda path: get_relative_url(path, page.file.url)  # noqa: E731
+            return markdown
         try:
             markdown = substitute_numbers(markdown, build, self._display_path(page.file))
         except SourceError as exc:
@@ -135,6 +159,39 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
         root = page_root_html(build, url(self.page_json[page.file.src_uri]), url(self.bundle_path),
                               url(self.loader_path), _switch_labels(self.catalogue, build))
         return _after_title(markdown, root)
+
+    def on_page_content(self, html: str, *, page, config: MkDocsConfig, files: Files) -> str | None:
+        if not self.config.enabled:
+            return None
+        return self.refs.html(page.file.src_uri, html, self.urls, lambda p: get_relative_url(p, page.file.url))
+
+    def _collect_refs(self, files: Files, config: MkDocsConfig) -> None:
+        """Check citations, glossary terms and read_next on every page (see crossref.py)."""
+        docs = [f for f in files.documentation_pages()]
+        self.urls = {f.src_uri: f.url for f in docs}
+        sources = [Source(f.src_uri, self._display_path(f), f.content_string) for f in docs]
+        try:
+            self.refs = CrossRefs.collect(Path(config.docs_dir), os.path.relpath(config.docs_dir, self.root),
+                                          sources, _nav_paths(config.nav or []))
+        except SourceError as exc:
+            raise PluginError(self._located(exc)) from None
+
+    def on_post_build(self, *, config: MkDocsConfig) -> None:
+        if self.staging is None:
+            return
+        logging.getLogger("mkdocs").removeHandler(self.warnings)
+        if config.strict and self.warnings.count:
+            self.staging.discard()  # MkDocs is about to abort: keep the previous site
+        else:
+            self.staging.commit()
+        config.site_dir = str(self.staging.final)  # gh-deploy reads it after the build
+        self.staging = None
+
+    def on_build_error(self, *, error: Exception) -> None:
+        if self.staging is not None:
+            logging.getLogger("mkdocs").removeHandler(self.warnings)
+            self.staging.discard()
+            self.staging = None
 
     def on_serve(self, server, *, config: MkDocsConfig, builder):
         if self.config.enabled:
@@ -180,6 +237,18 @@ def _register_fence(config: MkDocsConfig) -> None:
     for fence in (superfence.FENCE, mathml.FENCE):
         if not any(f.get("name") == fence["name"] for f in fences):
             fences.append(dict(fence))
+
+
+def _nav_paths(nav) -> list[str]:
+    """Every page path in mkdocs.yml's nav, in order."""
+    out: list[str] = []
+    for item in nav if isinstance(nav, list) else [nav]:
+        for value in (item.values() if isinstance(item, dict) else [item]):
+            if isinstance(value, str):
+                out.append(value)
+            elif isinstance(value, list):
+                out += _nav_paths(value)
+    return out
 
 
 def _after_title(markdown: str, block: str) -> str:

@@ -1,6 +1,7 @@
 """Every author mistake fails the build with the file, the line and the valid choices."""
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -18,9 +19,9 @@ markdown_extensions: [pymdownx.superfences]
 GOOD_FENCE = "```explainer\nfigure: speedup-vs-batch\n```\n"
 
 
-def build_page(tmp_path: Path, markdown: str, strict: bool = False):
+def build_page(tmp_path: Path, markdown: str, strict: bool = False, config: str = CONFIG):
     (tmp_path / "docs").mkdir(exist_ok=True)
-    (tmp_path / "mkdocs.yml").write_text(CONFIG)
+    (tmp_path / "mkdocs.yml").write_text(config)
     (tmp_path / "docs" / "index.md").write_text("# Home\n")
     (tmp_path / "docs" / "page.md").write_text(textwrap.dedent(markdown))
     return mkdocs_build(tmp_path / "site", tmp_path / "mkdocs.yml", strict=strict)
@@ -74,3 +75,112 @@ def test_a_good_page_builds(tmp_path):
 def test_front_matter_lines_are_counted(tmp_path):
     md = "---\ntitle: T\n---\n\n# T\n\n```explainer\nfigure: nope\n```\n"
     assert_fails(build_page(tmp_path, md), 8, "unknown figure 'nope'")
+
+
+MORE_CASES = {
+    "wrong type": ("# T\n\n```explainer\nfigure: speedup-vs-batch\nscenario:\n  cards: four\n```\n", 6,
+                   ["cards must be a whole number", "'four'"]),
+    "unknown scenario key": ("# T\n\n```explainer\nfigure: speedup-vs-batch\nscenario:\n  gpu: h100-sxm\n```\n", 6,
+                             ["unknown scenario key 'gpu'", "accelerator"]),
+    "unknown slider": ("# T\n\n```explainer\nfigure: speedup-vs-batch\nsliders:\n  b: {default: 0.5}\n```\n", 6,
+                       ["unknown slider 'b'", "valid: a"]),
+    "slider min above max": ("# T\n\n```explainer\nfigure: speedup-vs-batch\nsliders:\n  a:\n    min: 0.9\n    max: 0.1\n```\n",
+                             7, ["min 0.9 is above max 0.1"]),
+    "zero step": ("# T\n\n```explainer\nfigure: speedup-vs-batch\nsliders:\n  a:\n    step: 0\n```\n", 7,
+                  ["step must be positive, got 0"]),
+    "negative step": ("# T\n\n```explainer\nfigure: speedup-vs-batch\nsliders:\n  a:\n    step: -0.05\n```\n", 7,
+                      ["step must be positive, got -0.05"]),
+    "default outside range": ("# T\n\n```explainer\nfigure: speedup-vs-batch\nsliders:\n  a:\n    default: 1.5\n```\n", 7,
+                              ["default 1.5 is outside 0.05..0.95"]),
+    "slider value of the wrong type": ("# T\n\n```explainer\nfigure: speedup-vs-batch\nsliders:\n  a:\n    max: high\n```\n",
+                                       7, ["slider max must be a number, got 'high'"]),
+    "inline number that is infinite": (
+        "---\nexplainer:\n  sliders:\n    a: {label: A, min: 0.1, max: 0.9, step: 0.1, default: 0.3}\n---\n\n"
+        "# T\n\nIt is {{ 1 / (a - 0.5) | .1f }}.\n", 9, ["is inf at a=0.5"]),
+    "unknown page slider in prose": ("# T\n\nAt {{ E(acc, 4) | .1f }}.\n", 3, ["unknown name 'acc'"]),
+}
+
+
+@pytest.mark.parametrize("name", MORE_CASES)
+def test_more_author_mistakes(tmp_path, name):
+    markdown, line, needles = MORE_CASES[name]
+    assert_fails(build_page(tmp_path, markdown), line, *needles)
+
+
+NAN_HOOK = '''
+import numpy as np
+from explainer_gen.figures.base import register
+from explainer_gen.figures.speedup import SpeedupVsBatch
+
+
+@register
+class Broken(SpeedupVsBatch):
+    name = "broken-speedup"
+
+    def compute(self, r, grid):
+        cols = super().compute(r, grid)
+        cols["speedup"] = np.where(np.isclose(cols["a"], 0.35), np.nan, cols["speedup"])
+        return cols
+'''
+
+
+def test_nan_from_a_model_names_the_position(tmp_path):
+    (tmp_path / "hooks.py").write_text(NAN_HOOK)
+    config = CONFIG + "hooks: [hooks.py]\n"
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "mkdocs.yml").write_text(config)
+    (tmp_path / "docs" / "index.md").write_text("# Home\n")
+    (tmp_path / "docs" / "page.md").write_text("# T\n\n```explainer\nfigure: broken-speedup\n```\n")
+    result = mkdocs_build(tmp_path / "site", tmp_path / "mkdocs.yml", strict=False)
+    assert_fails(result, 3, "the model gave nan for 'speedup' at a=0.35")
+
+
+GOOD_CATALOGUE = (Path(__file__).resolve().parents[1] / "models" / "catalogue.yaml").read_text()
+
+CATALOGUE_CASES = {
+    "missing field": (GOOD_CATALOGUE.replace("    bandwidth_tbps: 3.35\n", "", 1), "misses field(s): bandwidth_tbps"),
+    "negative bandwidth": (GOOD_CATALOGUE.replace("bandwidth_tbps: 3.35", "bandwidth_tbps: -3.35", 1),
+                           "bandwidth_tbps must be positive, got -3.35"),
+    "zero flops": (GOOD_CATALOGUE.replace("bf16_tflops: 989", "bf16_tflops: 0", 1), "bf16_tflops must be positive, got 0"),
+    "duplicate name": (GOOD_CATALOGUE.replace("key: h200", "key: h100-sxm", 1), "duplicate accelerators key 'h100-sxm'"),
+    "invalid yaml": (GOOD_CATALOGUE.replace("accelerators:", "accelerators: [", 1), "invalid YAML"),
+}
+
+
+@pytest.mark.parametrize("name", CATALOGUE_CASES)
+def test_catalogue_mistakes(tmp_path, name):
+    text, needle = CATALOGUE_CASES[name]
+    (tmp_path / "cat.yaml").write_text(text)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "mkdocs.yml").write_text(CONFIG.replace("plugins: [explainer]", "plugins: [{explainer: {catalogue: cat.yaml}}]"))
+    (tmp_path / "docs" / "index.md").write_text("# Home\n\n" + GOOD_FENCE)
+    result = mkdocs_build(tmp_path / "site", tmp_path / "mkdocs.yml", strict=False)
+    out = result.stdout + result.stderr
+    assert result.returncode != 0, out
+    assert re.search(r"cat\.yaml:\d+: ", out), out
+    assert needle in out, out
+    assert "Traceback" not in out
+    # The line named is the line of the mistake.
+    line = int(re.search(r"cat\.yaml:(\d+): ", out).group(1))
+    bad_line = text.split("\n")[line - 1]
+    assert any(w in bad_line for w in ("bandwidth", "tflops", "key", "accelerators", "- key", "name")), bad_line
+
+
+def test_failed_build_leaves_previous_site_untouched(tmp_path):
+    good = build_page(tmp_path, "# T\n\n" + GOOD_FENCE)
+    assert good.returncode == 0
+    snapshot = {p: p.read_bytes() for p in (tmp_path / "site").rglob("*") if p.is_file()}
+    bad = build_page(tmp_path, "# T\n\n```explainer\nfigure: nope\n```\n")
+    assert bad.returncode != 0
+    after = {p: p.read_bytes() for p in (tmp_path / "site").rglob("*") if p.is_file()}
+    assert after == snapshot
+
+
+def test_slider_grid_over_the_page_budget_gives_its_size(tmp_path):
+    fence = ("# T\n\n```explainer\nfigure: speedup-vs-batch\nsliders:\n"
+             "  a: {min: 0.005, max: 0.995, step: 0.005, default: 0.5}\n```\n")
+    config = CONFIG.replace("plugins: [explainer]", "plugins: [{explainer: {data_budget_kb: 10}}]")
+    result = build_page(tmp_path, fence, config=config)
+    assert_fails(result, 3, "KB gzip, over the budget of 10 KB")
+    size = float(re.search(r"would be ([\d.]+) KB gzip", result.stderr).group(1))
+    assert size > 10
