@@ -1,0 +1,367 @@
+"""Citations, the feed, the glossary and the links between pages, checked on the built site.
+
+The built-site tests read the HTML MkDocs wrote; the error tests build scratch projects
+with one mistake each and check the message names the file, the line and the nearest
+valid choices, and that nothing was written.
+"""
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+import shutil
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from helpers import REPO, article, mkdocs_build
+
+ATOM = "{http://www.w3.org/2005/Atom}"
+REQUIRED_PAPERS = {"leviathan2023", "chen2023", "williams2009", "yu2022", "kwon2023", "li2024", "cai2024"}
+REQUIRED_TERMS = {
+    "acceptance rate", "lookahead", "draft model", "target model", "speculative decoding", "rejection sampling",
+    "roofline", "arithmetic intensity", "ridge point", "memory bandwidth", "tensor core", "prefill", "decode",
+    "batch", "continuous batching", "KV cache", "grouped-query attention", "paged attention", "bf16"}
+
+
+class Elements(HTMLParser):
+    """Every element of a page as (tag, attrs, ancestors' tags, ancestors' classes)."""
+
+    VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+
+    def __init__(self, html: str):
+        super().__init__()
+        self.items: list[tuple[str, dict[str, str], list[str], str]] = []
+        self.stack: list[tuple[str, str]] = []
+        self.feed(html)
+
+    def handle_starttag(self, tag, attrs):
+        a = {k: v or "" for k, v in attrs}
+        self.items.append((tag, a, [t for t, _ in self.stack], " ".join(c for _, c in self.stack)))
+        if tag not in self.VOID:
+            self.stack.append((tag, a.get("class", "")))
+
+    def handle_endtag(self, tag):
+        for i in range(len(self.stack) - 1, -1, -1):
+            if self.stack[i][0] == tag:
+                del self.stack[i:]
+                break
+
+    def with_class(self, cls: str):
+        return [(a, anc, ancls) for t, a, anc, ancls in self.items if cls in a.get("class", "").split()]
+
+    def ids(self) -> set[str]:
+        return {a["id"] for _, a, _, _ in self.items if "id" in a}
+
+
+def pages(site: Path) -> dict[str, str]:
+    """Site URL path (e.g. 'explainers/speculative-decoding/') -> HTML, for every built page."""
+    out = {}
+    for f in site.rglob("index.html"):
+        rel = f.parent.relative_to(site).as_posix()
+        out["" if rel == "." else rel + "/"] = f.read_text(encoding="utf-8")
+    return out
+
+
+def resolve(from_url: str, href: str) -> tuple[str, str]:
+    """A page-relative href -> (site URL path, fragment)."""
+    path, _, frag = href.partition("#")
+    if not path:
+        return from_url, frag
+    target = posixpath.normpath(posixpath.join(posixpath.dirname(from_url.rstrip("/") + "/x"), path))
+    target = "" if target == "." else target.rstrip("/") + "/"
+    return target, frag
+
+
+def bib_keys() -> list[str]:
+    import bibtexparser
+
+    return [e.key for e in bibtexparser.parse_file(str(REPO / "docs" / "feed" / "papers.bib")).entries]
+
+
+# ---- built site ----
+
+def test_every_citation_resolves(site):
+    keys = set(bib_keys())
+    total = 0
+    for url, html in pages(site).items():
+        body = article(html)
+        assert "[@" not in re.sub(r"<code>.*?</code>", "", body, flags=re.S), url
+        doc = Elements(body)
+        ids = doc.ids()
+        for attrs, _, _ in doc.with_class("eg-cite-link"):
+            total += 1
+            key = attrs["data-eg-cite"]
+            assert key in keys, (url, key)
+            assert attrs["href"] == f"#ref-{key}", (url, attrs)
+            assert f"ref-{key}" in ids, f"{url}: no references entry for {key}"
+            card = attrs["aria-describedby"]
+            assert card in ids, (url, card)
+            tip = [a for t, a, _, _ in doc.items if a.get("id") == card][0]
+            assert tip.get("role") == "tooltip" and "eg-card" in tip["class"]
+    assert total >= 2
+
+
+def test_references_list_ends_each_citing_page_and_links_to_the_feed(site):
+    html = (site / "explainers" / "speculative-decoding" / "index.html").read_text()
+    body = article(html)
+    assert body.index('id="references"') < body.index('class="eg-references"')
+    refs = re.findall(r'<li id="ref-([\w:-]+)">(.*?)</li>', body, re.S)
+    assert [k for k, _ in refs] == ["leviathan2023", "chen2023"]
+    for key, li in refs:
+        assert f'href="../../feed/#{key}"' in li
+        assert "https://arxiv.org/abs/" in li
+
+
+def test_cited_in_backlinks_match_the_citations(site):
+    built = pages(site)
+    cites: dict[str, set[str]] = {}
+    for url, html in built.items():
+        for attrs, _, _ in Elements(article(html)).with_class("eg-cite-link"):
+            cites.setdefault(attrs["data-eg-cite"], set()).add(url)
+    feed = Elements(article(built["feed/"]))
+    shown: dict[str, set[str]] = {}
+    current = None
+    for tag, attrs, _, ancestors in feed.items:
+        if "data-eg-paper" in attrs:
+            current = attrs["data-eg-paper"]
+            shown[current] = set()
+        elif tag == "a" and "eg-cited-in" in ancestors.split():
+            target, frag = resolve("feed/", attrs["href"])
+            assert target in built, attrs["href"]
+            assert frag == ""
+            shown[current].add(target)
+    assert set(shown) == set(bib_keys())
+    for key in shown:
+        assert shown[key] == cites.get(key, set()), key
+    assert cites["leviathan2023"] == {"explainers/speculative-decoding/"}
+
+
+def test_feed_lists_every_paper_newest_first(site):
+    body = article((site / "feed" / "index.html").read_text())
+    keys = re.findall(r'data-eg-paper="([\w:-]+)"', body)
+    assert REQUIRED_PAPERS <= set(keys) and len(keys) == len(set(keys)) == len(bib_keys())
+    months = re.findall(r'<time datetime="(\d{4}-\d{2})">', body)
+    assert len(months) == len(keys) and months == sorted(months, reverse=True)
+    for key in keys:
+        assert re.search(rf'<h2 id="{key}">', body), key
+    lev = body[body.index('data-eg-paper="leviathan2023"'):]
+    lev = lev[:lev.index("</div>")]
+    assert "Yaniv Leviathan, Matan Kalman and Yossi Matias" in lev
+    assert "https://arxiv.org/abs/2211.17192" in lev
+    assert 'class="eg-paper-note"' in lev
+    assert "https://doi.org/10.1145/1498765.1498785" in body
+
+
+def test_glossary_links_land_on_existing_anchors(site):
+    built = pages(site)
+    glossary_ids = Elements(article(built["glossary/"])).ids()
+    linked = 0
+    for url, html in built.items():
+        doc = Elements(article(html))
+        seen = []
+        for attrs, ancestors, ancestor_classes in doc.with_class("eg-term-link"):
+            linked += 1
+            target, frag = resolve(url, attrs["href"])
+            assert target == "glossary/", attrs["href"]
+            assert frag in glossary_ids, (url, attrs["href"])
+            assert frag == attrs["data-eg-term"]
+            assert attrs["aria-describedby"] in doc.ids()
+            assert not {"h1", "h2", "h3", "h4", "h5", "h6", "code", "pre", "figure"} & set(ancestors), (url, attrs)
+            assert ancestors.count("a") == 0
+            seen.append(frag)
+        assert len(seen) == len(set(seen)), f"{url}: a term is linked more than once"
+    assert linked >= 5
+    assert "eg-term-link" not in article(built["glossary/"])
+
+
+def test_glossary_page_covers_the_terms(site):
+    body = article((site / "glossary" / "index.html").read_text())
+    headings = {re.sub(r"<[^>]+>|¶|&para;", "", h).strip().lower(): i
+                for i, h in re.findall(r'<h2 id="([\w-]+)">(.*?)</h2>', body, re.S)}
+    assert {t.lower() for t in REQUIRED_TERMS} <= set(headings)
+    assert headings["kv cache"] == "kv-cache"
+
+
+def test_search_indexes_glossary_and_feed_entries(site):
+    docs = json.loads((site / "search" / "search_index.json").read_text())["docs"]
+    locations = {d["location"]: d for d in docs}
+    assert "glossary/#kv-cache" in locations and "keys and values" in locations["glossary/#kv-cache"]["text"]
+    assert "feed/#leviathan2023" in locations
+    assert "Speculative Decoding" in locations["feed/#leviathan2023"]["title"]
+
+
+def test_atom_feed_parses_with_one_entry_per_paper(site):
+    root = ET.parse(site / "atom.xml").getroot()
+    assert root.tag == f"{ATOM}feed"
+    for name in ("id", "title", "updated"):
+        assert root.find(f"{ATOM}{name}") is not None and root.find(f"{ATOM}{name}").text
+    entries = root.findall(f"{ATOM}entry")
+    assert len(entries) == len(bib_keys())
+    stamp = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(Z|[+-]\d{2}:\d{2})$")
+    ids = set()
+    for e in entries:
+        for name in ("id", "title", "updated", "summary"):
+            assert (e.findtext(f"{ATOM}{name}") or "").strip(), name
+        assert stamp.match(e.findtext(f"{ATOM}updated"))
+        assert e.findall(f"{ATOM}author/{ATOM}name")
+        alt = [l for l in e.findall(f"{ATOM}link") if l.get("rel", "alternate") == "alternate"]
+        assert len(alt) == 1 and alt[0].get("href").startswith("http://127.0.0.1:8000/feed/#")
+        ids.add(e.findtext(f"{ATOM}id"))
+    assert len(ids) == len(entries)
+    # No build time: the feed is as new as its newest paper.
+    assert root.findtext(f"{ATOM}updated") == max(e.findtext(f"{ATOM}updated") for e in entries)
+    titles = {e.findtext(f"{ATOM}title") for e in entries}
+    assert "Fast Inference from Transformers via Speculative Decoding" in titles
+
+
+def test_read_next_comes_from_front_matter(site):
+    body = article((site / "explainers" / "speculative-decoding" / "index.html").read_text())
+    block = body[body.index('class="eg-read-next"'):]
+    hrefs = re.findall(r'<a href="([^"]+)">([^<]+)</a>', block)
+    assert hrefs[0] == ("../../feed/#leviathan2023", "Fast Inference from Transformers via Speculative Decoding")
+    assert ("../../feed/#cai2024", "Medusa: Simple LLM Inference Acceleration Framework with Multiple Decoding Heads") in hrefs
+
+
+def test_home_page_lists_explainers_from_front_matter(site):
+    import yaml
+
+    body = article((site / "index.html").read_text())
+    items = re.findall(r'<li><a href="([^"]+)">([^<]+)</a>(?:<p>([^<]*)</p>)?</li>',
+                       body[body.index('class="eg-explainers"'):])
+    sources = sorted((REPO / "docs" / "explainers").glob("*.md"))
+    assert sorted(h for h, _, _ in items) == sorted(f"explainers/{p.stem}/" for p in sources)
+    for href, title, description in items:
+        meta = yaml.safe_load((REPO / "docs" / href.rstrip("/")).with_suffix(".md").read_text().split("---")[1])
+        assert html_text(title) == meta["title"]
+        assert html_text(description) == " ".join(meta.get("description", "").split())
+
+
+def html_text(s: str) -> str:
+    import html
+
+    return html.unescape(s)
+
+
+# ---- scratch projects ----
+
+CONFIG = """\
+site_name: refs test
+site_url: {site_url}
+theme: {{name: material, font: false}}
+plugins: [search, explainer]
+markdown_extensions: [pymdownx.superfences]
+nav: [index.md, page.md, feed/index.md, glossary/index.md]
+"""
+
+
+def project(tmp_path: Path, page: str, site_url: str = "https://example.org/sub/", bib: str | None = None,
+            terms: str | None = None) -> Path:
+    docs = tmp_path / "docs"
+    (docs / "feed").mkdir(parents=True, exist_ok=True)
+    (docs / "glossary").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "mkdocs.yml").write_text(CONFIG.format(site_url=site_url))
+    (docs / "index.md").write_text("---\ntitle: Home\n---\n\n# Home\n")
+    (docs / "page.md").write_text(page)
+    for name in ("feed/index.md", "glossary/index.md"):
+        shutil.copy(REPO / "docs" / name, docs / name)
+    if bib is None:
+        shutil.copy(REPO / "docs" / "feed" / "papers.bib", docs / "feed" / "papers.bib")
+    else:
+        (docs / "feed" / "papers.bib").write_text(bib)
+    if terms is None:
+        shutil.copy(REPO / "docs" / "glossary" / "terms.yml", docs / "glossary" / "terms.yml")
+    else:
+        (docs / "glossary" / "terms.yml").write_text(terms)
+    return tmp_path
+
+
+def build(tmp_path: Path):
+    site = tmp_path / "site"
+    site.mkdir(exist_ok=True)
+    (site / "sentinel.txt").write_text("from an earlier build")
+    return mkdocs_build(site, tmp_path / "mkdocs.yml", strict=True)
+
+
+def assert_fails(tmp_path: Path, result, where: str, *needles: str):
+    out = result.stdout + result.stderr
+    assert result.returncode != 0, out
+    assert where in out, out
+    for needle in needles:
+        assert needle in out, out
+    assert "Traceback" not in out, out
+    site = tmp_path / "site"
+    assert sorted(p.name for p in site.iterdir()) == ["sentinel.txt"], "the failed build wrote files"
+
+
+def test_unknown_citation_key_fails_with_file_line_and_nearest_keys(tmp_path):
+    page = "---\ntitle: P\n---\n\n# P\n\nA claim [@leviathan2023].\nAnother [@chen2023; @leviathen2023].\n"
+    result = build(project(tmp_path, page))
+    assert_fails(tmp_path, result, "docs/page.md:8:", "unknown citation key 'leviathen2023'",
+                 "did you mean 'leviathan2023'", "chen2023")
+
+
+def test_unknown_glossary_term_fails_with_file_line_and_nearest_terms(tmp_path):
+    page = "# P\n\nThe [[KV cache]] grows.\n\nSee `[[not a marker]]` and\nthe [[KV cahce|cache]] again.\n"
+    result = build(project(tmp_path, page))
+    assert_fails(tmp_path, result, "docs/page.md:6:", "unknown glossary term 'KV cahce'", "did you mean 'KV cache'")
+
+
+def test_missing_read_next_page_fails_with_file_and_line(tmp_path):
+    page = "---\ntitle: P\nread_next:\n  - \"@leviathan2023\"\n  - explainers/rooflin.md\n---\n\n# P\n"
+    tmp = project(tmp_path, page)
+    (tmp / "docs" / "explainers").mkdir()
+    (tmp / "docs" / "explainers" / "roofline.md").write_text("---\ntitle: Roofline\n---\n\n# Roofline\n")
+    result = build(tmp)
+    assert_fails(tmp_path, result, "docs/page.md:5:", "no page 'explainers/rooflin.md'",
+                 "did you mean 'explainers/roofline.md'")
+
+
+def test_unknown_read_next_paper_fails_with_file_and_line(tmp_path):
+    page = "---\ntitle: P\nread_next: [\"@medusa2024\"]\n---\n\n# P\n"
+    result = build(project(tmp_path, page))
+    assert_fails(tmp_path, result, "docs/page.md:3:", "unknown feed entry '@medusa2024'")
+
+
+def test_bad_bibtex_entry_fails_with_its_line(tmp_path):
+    bib = (REPO / "docs" / "feed" / "papers.bib").read_text() + "\n@misc{nonote2020,\n  author = {A, B},\n" \
+          "  title = {T}, howpublished = {x}, year = {2020}, month = jan\n}\n"
+    result = build(project(tmp_path, "# P\n", bib=bib))
+    line = bib.split("\n").index("@misc{nonote2020,") + 1
+    assert_fails(tmp_path, result, f"docs/feed/papers.bib:{line}:", "needs a 'annote' field")
+
+
+def test_everything_from_the_data_is_escaped(tmp_path):
+    bib = ("@misc{evil2020,\n  author = {Tables, Bobby},\n  title = {<script>alert(1)</script> *not* [a](b)},\n"
+           "  howpublished = {\"quoted\" & co},\n  year = {2020},\n  month = jan,\n"
+           "  annote = {A note with <b>tags</b>, {{ step(1) }} and $x$.}\n}\n")
+    terms = "- term: widget\n  definition: 'A <img src=x onerror=alert(1)> thing with \"quotes\" and *stars*.'\n"
+    page = "---\ntitle: P\nread_next: ['@evil2020']\n---\n\n# P\n\nCite [@evil2020] and [[widget]].\n"
+    tmp = project(tmp_path, page, bib=bib, terms=terms)
+    result = build(tmp)
+    assert result.returncode == 0, result.stderr
+    for rel in ("page/index.html", "feed/index.html", "glossary/index.html"):
+        body = article((tmp / "site" / rel).read_text())
+        assert "<script>alert" not in body and "<img src=x" not in body and "<b>tags" not in body, rel
+    page_html = article((tmp / "site" / "page" / "index.html").read_text())
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page_html.replace("&#42;", "*")
+    assert "<em>not</em>" not in page_html and "*not*" in page_html.replace("&#42;", "*")
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page_html
+    ET.parse(tmp / "site" / "atom.xml")
+
+
+def test_atom_links_follow_a_site_url_with_a_subpath(tmp_path):
+    tmp = project(tmp_path, "# P\n\nCites [@kwon2023].\n", site_url="https://example.org/docs/inference/")
+    result = build(tmp)
+    assert result.returncode == 0, result.stderr
+    root = ET.parse(tmp / "site" / "atom.xml").getroot()
+    self_link = [l.get("href") for l in root.findall(f"{ATOM}link") if l.get("rel") == "self"]
+    assert self_link == ["https://example.org/docs/inference/atom.xml"]
+    for entry in root.findall(f"{ATOM}entry"):
+        alt = [l.get("href") for l in entry.findall(f"{ATOM}link") if l.get("rel") == "alternate"]
+        assert alt[0].startswith("https://example.org/docs/inference/feed/#")
+    feed = (tmp / "site" / "feed" / "index.html").read_text()
+    assert 'href="../atom.xml"' in feed
+    assert 'href="../page/">P</a>' in feed
