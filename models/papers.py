@@ -91,6 +91,8 @@ class Chen:
     k: int
     c: float             # measured: draft step over target step
     c_roofline: float    # what a bandwidth-bound roofline charges: draft weights over target weights
+    target_params: float
+    draft_params: float
     floor: float         # the model's speedup if every guess fails, at the measured c
     ceiling: float       # ... and if every guess holds
     rows: tuple[ChenRow, ...]
@@ -108,5 +110,6 @@ def chen2023() -> Chen:
                          implied_a=float(ai), roofline_speedup=float(ri))
                  for m, ai, ri in zip(d["measured"], a, roof))
     return Chen(target_s=d["target_ms_per_token"] / 1e3, draft_s=d["draft_ms_per_token"] / 1e3, k=k, c=c,
-                c_roofline=c_roof, floor=float(walltime_improvement(0.0, k, c)),
+                c_roofline=c_roof, target_params=d["target_params_b"] * 1e9, draft_params=d["draft_params_b"] * 1e9,
+                floor=float(walltime_improvement(0.0, k, c)),
                 ceiling=float(walltime_improvement(1.0, k, c)), rows=rows)

@@ -170,6 +170,23 @@ def iid_tokens_per_step(a: float, k: int, n: int, rng: np.random.Generator) -> n
     return np.where(kept.all(axis=1), k, np.argmin(kept, axis=1)) + 1
 
 
+def tv_radius(n: int, vocab: int, delta: float) -> float:
+    """Total-variation distance from p that the frequencies of n i.i.d. draws from p exceed
+    with probability at most delta.
+
+    Weissman et al. (2003), "Inequalities for the L1 deviation of the empirical distribution":
+    P(||p_hat - p||_1 >= e) <= (2^V - 2) exp(-n e^2 / 2) for any p over V symbols. Setting the
+    right-hand side to delta and halving (TV is half the L1 distance) gives the radius.
+    """
+    return 0.5 * float(np.sqrt(2.0 * (vocab * np.log(2.0) + np.log(1.0 / delta)) / n))
+
+
+def hoeffding_radius(n: int, span: float, delta: float) -> float:
+    """|mean - expectation| that n i.i.d. draws confined to an interval of width `span` exceed
+    with probability at most delta: Hoeffding's 2 exp(-2 n t^2 / span^2) = delta, solved for t."""
+    return span * float(np.sqrt(np.log(2.0 / delta) / (2.0 * n)))
+
+
 def frequencies(tokens: np.ndarray, vocab: int) -> np.ndarray:
     return np.bincount(tokens.ravel(), minlength=vocab) / tokens.size
 

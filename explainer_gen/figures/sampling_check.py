@@ -23,14 +23,6 @@ TARGET = "Target p"
 BARS = [PLAIN, SPEC, DRAFT]
 
 
-def tv_bound(n: int, vocab: int, delta: float) -> float:
-    """Total-variation radius that n i.i.d. draws from p leave with probability >= 1 - delta.
-
-    Weissman et al. (2003): P(||p_hat - p||_1 >= e) <= (2^V - 2) exp(-n e^2 / 2); TV is half of L1.
-    """
-    return 0.5 * float(np.sqrt(2.0 * (np.log(2.0 ** vocab - 2.0) + np.log(1.0 / delta)) / n))
-
-
 @register
 class SamplingCheck(FigureKind):
     name = "sampling-check"
