@@ -47,6 +47,7 @@ def vocabulary(r: Resolved) -> dict[str, Callable]:
         "memory": lambda: acc.memory_bytes,
         "cards": lambda: cards,
         **check_vocabulary(),
+        **sibling_vocabulary(r),
         "min": np.minimum,
         "max": np.maximum,
     }
@@ -97,4 +98,56 @@ def check_vocabulary() -> dict[str, Callable]:
         "leviathan": leviathan,
         "chen": chen,
         "sampler": sampler,
+    }
+
+SHAPE_FIELDS = ("layers", "hidden", "heads", "kv_heads", "head_dim")
+
+
+def sibling_vocabulary(r: Resolved) -> dict[str, Callable]:
+    """Terms for the roofline, batching and KV-cache pages, under scenario `r`."""
+    import pathlib
+
+    import yaml
+
+    from models import batching, kvcache, load_catalogue
+
+    acc, cards = r.acc, r.cards
+
+    def ridge_of(key: str):
+        # Every accelerator, not just the scenario's: read from the shipped catalogue.
+        return load_catalogue().accelerator(key).ridge
+
+    def published(paper: str, field: str):
+        # A figure a paper reports, from models/published.yaml, so that no number is typed in prose.
+        rows = yaml.safe_load(pathlib.Path(kvcache.__file__).with_name("published.yaml").read_text(encoding="utf-8"))
+        return float(rows[paper][field])
+
+    def shape(field: str, which: str = "target"):
+        if field not in SHAPE_FIELDS:
+            raise ValueError(f"shape field must be one of {', '.join(SHAPE_FIELDS)}, got {field!r}")
+        return float(getattr(r.target if which == "target" else r.draft, field))
+
+    def sim_tps(scheduler: str):
+        return lambda batch, spread: batching.tokens_per_s(scheduler, batch, spread, acc, r.target, cards)
+
+    return {
+        "ridge_of": ridge_of,
+        "intensity": lambda tokens=1: roofline.step_time(acc, r.target, cards, tokens).intensity,
+        # Smallest whole batch whose arithmetic outlasts the weight read.
+        "compute_bound_batch": lambda: np.floor(roofline.ridge_tokens(acc, r.target)) + 1,
+        "tps": lambda batch=1: np.asarray(batch, dtype=float) / roofline.step_time(acc, r.target, cards, batch).seconds,
+        "static_tps": sim_tps("static"),
+        "continuous_tps": sim_tps("continuous"),
+        "requests": lambda: batching.N_REQUESTS,
+        "mean_tokens": lambda: batching.MEAN_TOKENS,
+        "max_tokens": lambda: batching.MAX_TOKENS,
+        "kv_slots": lambda context, n=cards, draft=0: kvcache.slots(acc, r.target, n, context,
+                                                                      r.draft if draft else None),
+        "kv_budget": lambda n=cards, draft=0: kvcache.cache_budget(acc, r.target, n, r.draft if draft else None),
+        "draft_slots": lambda context, n=cards: kvcache.draft_cost(acc, r.target, r.draft, n, context),
+        "kv_reserve": lambda: kvcache.RESERVE,
+        "kv_bytes_of": lambda key: kvcache.bytes_per_token(load_catalogue().model(key)),
+        # A catalogue shape field (layers, heads, kv_heads, head_dim, hidden) of the target or draft.
+        "shape": shape,
+        "published": published,
     }

@@ -1,0 +1,59 @@
+"""KV-cache memory: what one token of context costs, and how many requests fit at once.
+
+Every request being decoded keeps the keys and values of all its earlier tokens in HBM. Once
+the weights are loaded, what is left of the cards' memory (less a reserve for activations and
+the runtime) is divided among requests; that count of concurrent requests, the slots, caps the
+batch whatever the compute could do. A speculative draft model loads its own weights and keeps
+its own cache for every request, so it is paid for from the same memory.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .catalogue import BYTES_PER_BF16, LLM, Accelerator
+
+# Share of HBM held back from the cache for activations, workspace and the runtime. A tenth is a
+# round, common setting for serving engines; the pages state it, and every function takes it.
+RESERVE = 0.10
+
+
+def bytes_per_token(model: LLM, bytes_per_value: float = BYTES_PER_BF16) -> float:
+    """K and V, for every layer and every KV head: 2 x layers x KV heads x head dim x bytes."""
+    return 2.0 * model.layers * model.kv_heads * model.head_dim * bytes_per_value
+
+
+def cache_budget(acc: Accelerator, target: LLM, cards, draft: LLM | None = None,
+                 reserve: float = RESERVE, bytes_per_param: float = BYTES_PER_BF16):
+    """Bytes left for KV cache on `cards` cards: memory, less the reserve, less the weights.
+
+    Negative where the weights alone do not fit; callers clamp where a count is wanted.
+    """
+    cards = np.asarray(cards, dtype=float)
+    weights = target.weight_bytes(bytes_per_param) + (draft.weight_bytes(bytes_per_param) if draft else 0.0)
+    return cards * acc.memory_bytes * (1.0 - reserve) - weights
+
+
+def cache_bytes_per_token(target: LLM, draft: LLM | None = None,
+                          bytes_per_value: float = BYTES_PER_BF16) -> float:
+    """Cache bytes one token of context holds: the target's, plus the draft's when it runs too."""
+    return bytes_per_token(target, bytes_per_value) + (bytes_per_token(draft, bytes_per_value) if draft else 0.0)
+
+
+def slots(acc: Accelerator, target: LLM, cards, context, draft: LLM | None = None,
+          reserve: float = RESERVE, bytes_per_param: float = BYTES_PER_BF16):
+    """Requests that fit at once, each holding `context` tokens of cache (0 if nothing fits).
+
+    Every request is charged its full context up front, as a server that must never run out
+    mid-generation would; paging (see the page) lets a real server overcommit a little.
+    """
+    context = np.asarray(context, dtype=float)
+    budget = cache_budget(acc, target, cards, draft, reserve, bytes_per_param)
+    per_request = cache_bytes_per_token(target, draft, bytes_per_param) * context
+    return np.maximum(np.floor(budget / per_request), 0.0)
+
+
+def draft_cost(acc: Accelerator, target: LLM, draft: LLM, cards, context,
+               reserve: float = RESERVE, bytes_per_param: float = BYTES_PER_BF16):
+    """Slots lost by running `draft` beside `target`: its weights and its own cache."""
+    return (slots(acc, target, cards, context, None, reserve, bytes_per_param)
+            - slots(acc, target, cards, context, draft, reserve, bytes_per_param))
