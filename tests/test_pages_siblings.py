@@ -1,0 +1,301 @@
+"""The roofline, batching and KV-cache pages as built with --strict: every figure's files, and
+every number, set against direct calls to the models."""
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from helpers import REPO, article, numbers_in
+from models import batching, kvcache, load_catalogue, roofline, speculative
+
+PAGES = {
+    "roofline": ["fig-roofline", "fig-step-time"],
+    "batching": ["fig-batch-schedule", "fig-batch-throughput"],
+    "kv-cache": ["fig-kv-slots"],
+}
+BUDGET = 100_000
+PUBLISHED = yaml.safe_load((REPO / "models" / "published.yaml").read_text())
+# The unit table, written out here rather than imported: factor on the SI value, then suffix.
+UNITS = {"": (1, ""), "ms": (1e3, "\u00a0ms"), "us": (1e6, "\u00a0µs"), "GB": (1e-9, "\u00a0GB"),
+         "B": (1, "\u00a0bytes"), "TB/s": (1e-12, "\u00a0TB/s"), "TFLOP/s": (1e-12, "\u00a0TFLOP/s"),
+         "x": (1, "×"), "%": (100, "%")}
+
+
+def show(value, spec: str, unit: str = "") -> str:
+    factor, suffix = UNITS[unit]
+    value = float(value) * factor
+    if spec.endswith("d"):
+        value = int(round(value))
+    return format(value, spec) + suffix
+
+
+@pytest.fixture(scope="module")
+def cat():
+    return load_catalogue()
+
+
+@pytest.fixture(scope="module")
+def scenario(cat):
+    return cat.accelerator("h100-sxm"), cat.model("llama-3-70b"), cat.model("llama-3.2-1b")
+
+
+def page_html(site: Path, name: str) -> str:
+    return (site / "explainers" / name / "index.html").read_text()
+
+
+def figure(site: Path, name: str, anchor: str) -> tuple[str, dict, Path]:
+    html = page_html(site, name)
+    m = re.search(rf'<figure class="eg-figure" id="{anchor}"[^>]*data-eg-figure="([^"]+)"', html)
+    assert m, f"{anchor} missing from {name}"
+    path = (site / "explainers" / name / m.group(1)).resolve()
+    return html, json.loads(path.read_text()), path
+
+
+def cols_of(payload: dict) -> dict[str, np.ndarray]:
+    return {k: np.array(v) for k, v in payload["data"].items()}
+
+
+# -- every figure: SVG, table, CSV, budget -------------------------------------------------------
+
+@pytest.mark.parametrize("name, anchor", [(p, a) for p, anchors in PAGES.items() for a in anchors])
+def test_figure_has_svg_table_and_csv(site, name, anchor):
+    html, payload, _ = figure(site, name, anchor)
+    block = re.search(rf'<figure class="eg-figure" id="{anchor}".*?</figure>', html, re.S).group(0)
+    base = site / "explainers" / name
+    svg = re.search(r'<img class="eg-static" src="([^"]+)"', block).group(1)
+    assert (base / svg).read_text().startswith("<svg")
+    table = re.search(r"<table>.*?</table>", block, re.S).group(0)
+    assert len(re.findall(r'<th scope="row">', table)) >= 2
+    csv_href = re.search(r'<a href="([^"]+\.csv)" download', block).group(1)
+    rows = list(csv.DictReader(io.StringIO((base / csv_href).read_text())))
+    assert len(rows) == len(next(iter(payload["data"].values())))
+
+
+@pytest.mark.parametrize("name", list(PAGES))
+def test_default_figure_data_is_within_the_budget(site, name):
+    total = 0
+    for anchor in PAGES[name]:
+        _, payload, _ = figure(site, name, anchor)
+        text = json.dumps(payload["data"], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        total += len(gzip.compress(text.encode(), mtime=0))
+    assert total < BUDGET
+
+
+# -- figure data against the models --------------------------------------------------------------
+
+def test_roofline_points_are_the_models(site, scenario):
+    acc, target, _ = scenario
+    _, payload, _ = figure(site, "roofline", "fig-roofline")
+    c = cols_of(payload)
+    dec = c["what"] == "decode"
+    st = roofline.step_time(acc, target, 4, c["batch"][dec].astype(float))
+    assert np.allclose(c["tflops"][dec].astype(float), st.utilisation * 989, rtol=1e-3)
+    assert np.allclose(c["intensity"][dec].astype(float), c["batch"][dec].astype(float))
+    ridge = c["what"] == "ridge"
+    assert float(c["intensity"][ridge][0]) == pytest.approx(989e12 / 3.35e12, rel=1e-3)
+    # Every slider position is there.
+    assert sorted(c["batch"][dec].astype(int)) == list(range(1, 514, 8))
+    assert sorted(c["prompt"][c["what"] == "prefill"].astype(int)) == list(range(128, 8193, 128))
+
+
+def test_step_time_points_are_the_models(site, scenario):
+    acc, target, _ = scenario
+    _, payload, _ = figure(site, "roofline", "fig-step-time")
+    c = cols_of(payload)
+    for what, col in (("decode", "batch"), ("prefill", "prompt")):
+        m = c["what"] == what
+        expected = roofline.step_time(acc, target, 4, c[col][m].astype(float)).seconds * 1e3
+        assert np.allclose(c["ms"][m].astype(float), expected, rtol=1e-3)
+
+
+def test_schedule_totals_are_the_simulation(site, scenario):
+    acc, target, _ = scenario
+    _, payload, _ = figure(site, "batching", "fig-batch-schedule")
+    c = cols_of(payload)
+    totals = np.flatnonzero(c["what"] == "total")
+    seen = set()
+    for i in totals:
+        b, s, sched = int(c["batch"][i]), float(c["spread"][i]), str(c["sched"][i])
+        key = "static" if sched.startswith("Static") else "continuous"
+        run = batching.simulate(key, b, s, acc, target, 4)
+        assert float(c["tps"][i]) == pytest.approx(run.tokens_per_s, rel=1e-3)
+        assert float(c["t1"][i]) == pytest.approx(run.seconds, rel=1e-3)
+        seen.add((b, round(s, 1), key))
+    assert len(seen) == 8 * 11 * 2  # every batch x spread position, both schedulers
+    # Each position draws one bar per request per scheduler.
+    busy = c["what"] == "busy"
+    at = busy & (c["batch"].astype(float) == 8) & (np.abs(c["spread"].astype(float) - 0.6) < 1e-9)
+    assert at.sum() == 2 * batching.N_REQUESTS
+
+
+def test_throughput_curve_is_the_model(site, scenario):
+    acc, target, _ = scenario
+    _, payload, _ = figure(site, "batching", "fig-batch-throughput")
+    c = cols_of(payload)
+    m = c["what"] == "curve"
+    b = c["batch"][m].astype(float)
+    st = roofline.step_time(acc, target, 4, b).seconds
+    assert np.allclose(c["tps"][m].astype(float), b / st, rtol=1e-3)
+    assert np.allclose(c["tpot_ms"][m].astype(float), st * 1e3, rtol=1e-3)
+
+
+def test_kv_points_are_the_model(site, scenario):
+    acc, target, draft = scenario
+    _, payload, _ = figure(site, "kv-cache", "fig-kv-slots")
+    c = cols_of(payload)
+    for variant, d in (("target alone", None), ("target + draft", draft)):
+        m = (c["what"] == "point") & (c["variant"] == variant)
+        expected = kvcache.slots(acc, target, c["ncards"][m].astype(float), c["ctx"][m].astype(float), d)
+        assert np.array_equal(c["slots"][m].astype(float), expected)
+    assert sorted(set(c["ctx"][c["what"] == "point"].astype(int))) == list(range(1024, 65537, 1024))
+
+
+# -- every inline number, in order ---------------------------------------------------------------
+
+def test_roofline_numbers(site, cat, scenario):
+    acc, target, _ = scenario
+    st = lambda t: roofline.step_time(acc, target, 4, t)  # noqa: E731
+    prompt, batch = 2048, 1
+    ridge_batch = int(np.floor(roofline.ridge_tokens(acc, target))) + 1
+    expected = [
+        show(4, "d"), show(prompt, ",d"), show(st(prompt).seconds, ".1f", "ms"), show(st(1).seconds, ".1f", "ms"),
+        show(prompt, ",d"), show(st(prompt).seconds / st(1).seconds, ".1f", "x"),
+        show(st(1).intensity, ".0f"), show(prompt, ",d"), show(st(prompt).intensity, ",.0f"),
+        show(acc.flops, ",.0f", "TFLOP/s"), show(acc.bandwidth, ".2f", "TB/s"), show(acc.ridge, ".0f"),
+        *[show(cat.accelerator(k).ridge, ".0f") for k in ("a100-80gb", "h100-sxm", "h200", "b200", "mi300x")],
+        show(cat.accelerator("h100-sxm").ridge / cat.accelerator("a100-80gb").ridge, ".1f", "x"),
+        show(target.weight_bytes(), ".0f", "GB"), show(st(1).compute_s, ".0f", "us"),
+        show(st(1).seconds, ".1f", "ms"), show(st(1).utilisation, ".2f", "%"),
+        show(batch, "d"), show(st(batch).seconds, ".1f", "ms"), show(st(batch).utilisation, ".1f", "%"),
+        show(ridge_batch, "d"), show(prompt, ",d"), show(st(prompt).utilisation, ".0f", "%"), show(ridge_batch, "d"),
+        show(st(1).seconds, ".1f", "ms"), show(st(5).seconds, ".2f", "ms"), show(st(1).seconds, ".2f", "ms"),
+    ]
+    assert numbers_in(article(page_html(site, "roofline"))) == expected
+    # The issue's own check: under one percent of the tensor cores at batch one.
+    assert float(st(1).utilisation) < 0.01
+    assert ridge_batch == 296
+
+
+def test_batching_numbers(site, scenario):
+    acc, target, draft = scenario
+    st = lambda t: roofline.step_time(acc, target, 4, t).seconds  # noqa: E731
+    tps = lambda sched, b, s: batching.simulate(sched, b, s, acc, target, 4).tokens_per_s  # noqa: E731
+    b, s = 8, 0.6
+    expected = [
+        show(st(1), ".1f", "ms"), show(batching.N_REQUESTS, "d"), show(batching.MEAN_TOKENS, "d"),
+        show(batching.MAX_TOKENS, "d"), show(b, "d"),
+        show(tps("static", b, s), ",.0f"), show(tps("continuous", b, s), ",.0f"),
+        show(tps("continuous", b, s) / tps("static", b, s), ".1f", "x"),
+        show(tps("static", b, 0.0), ",.0f"), show(tps("continuous", b, 0.0), ",.0f"),
+        show(PUBLISHED["yu2022"]["throughput_gain"], ".1f", "x"),
+        show(1 / st(1), ",.0f"), show(256, "d"), show(256 / st(256), ",.0f"), show(st(256), ".1f", "ms"),
+        show(np.floor(roofline.ridge_tokens(acc, target)) + 1, "d"), show(4096 / st(4096), ",.0f"),
+        show(st(1024), ".1f", "ms"), show(1024, "d"),
+        show(0.8, ".1f"), show(4, "d"), show(speculative.breakeven_batch(acc, target, draft, 4, 0.8, 4), "d"),
+    ]
+    assert numbers_in(article(page_html(site, "batching"))) == expected
+    # Equal lengths make the two schedulers tie; varied lengths favour continuous batching.
+    assert tps("static", b, 0.0) == pytest.approx(tps("continuous", b, 0.0))
+    assert tps("continuous", b, s) > 1.5 * tps("static", b, s)
+
+
+def test_kv_numbers(site, cat, scenario):
+    acc, target, draft = scenario
+    n, ctx = 4, 8192
+    slots = lambda cards, d=None: kvcache.slots(acc, target, cards, ctx, d)  # noqa: E731
+    budget = kvcache.cache_budget(acc, target, n)
+    per_token = kvcache.bytes_per_token(target)
+    cost = kvcache.draft_cost(acc, target, draft, n, ctx)
+    kw = PUBLISHED["kwon2023"]
+    expected = [
+        show(n, "d"), show(ctx, ",d"), show(slots(n), "d"),
+        show(np.floor(roofline.ridge_tokens(acc, target)) + 1, "d"),
+        show(target.layers, ".0f"), show(target.kv_heads, ".0f"), show(target.head_dim, ".0f"), show(2, "d"),
+        show(per_token, ",.0f", "B"), show(kvcache.bytes_per_token(cat.model("llama-3-70b")), ",.0f", "B"),
+        show(ctx, ",d"), show(per_token * ctx, ".2f", "GB"),
+        show(n, "d"), show(n * acc.memory_bytes, ",.0f", "GB"), show(kvcache.RESERVE, ".0%"),
+        show(target.weight_bytes(), ",.0f", "GB"), show(budget, ",.0f", "GB"), show(budget / per_token, ",.0f"),
+        show(slots(n), "d"), show(slots(n - 1), "d"), show(slots(n + 1), "d"),
+        show(draft.weight_bytes(), ".1f", "GB"), show(kvcache.bytes_per_token(draft), ",.0f", "B"),
+        show(cost, "d"), show(slots(n), "d"), show(cost / slots(n), ".0%"),
+        show(target.heads, ".0f"), show(target.kv_heads, ".0f"), show(target.heads / target.kv_heads, ".0f", "x"),
+        show(budget // (per_token * target.heads / target.kv_heads * ctx), "d"), show(slots(n), "d"),
+        show(kw["kv_used_low"], ".1%"), show(kw["kv_used_high"], ".1%"),
+        show(1 / kw["kv_used_high"], ".1f", "x"), show(1 / kw["kv_used_low"], ".1f", "x"),
+        show(kw["throughput_gain_low"], ".0f"), show(kw["throughput_gain_high"], ".0f", "x"),
+    ]
+    assert numbers_in(article(page_html(site, "kv-cache"))) == expected
+    # The issue's figures: 327,680 bytes per token for Llama 3 70B; a draft costs slots.
+    assert "327,680\u00a0bytes" in expected and cost > 0
+
+
+def page_state(site: Path, name: str) -> dict:
+    html = page_html(site, name)
+    href = re.search(r'data-eg-page="([^"]+)"', html).group(1)
+    return json.loads((site / "explainers" / name / href).resolve().read_text())
+
+
+def test_batching_numbers_at_every_slider_position(site, scenario):
+    """The prose's throughputs are precomputed for every batch and spread; check them all."""
+    acc, target, _ = scenario
+    state = page_state(site, "batching")
+    grid = [(b, s) for b in range(4, 33, 4) for s in np.round(np.arange(0, 1.0001, 0.1), 1)]
+    for sched in ("static", "continuous"):
+        texts = [show(batching.simulate(sched, b, float(s), acc, target, 4).tokens_per_s, ",.0f") for b, s in grid]
+        assert any(n["deps"] == ["batch", "spread"] and n["texts"] == texts for n in state["numbers"].values()), sched
+
+
+def test_kv_slots_follow_both_sliders_and_the_switch(site, cat):
+    """The headline slot count under every scenario, context and card count."""
+    state = page_state(site, "kv-cache")
+    draft = front_matter("kv-cache")["explainer"]["scenario"]["draft"]
+    texts = []
+    for key in state["scenarios"]:
+        # A scenario key is accelerator.cards.target.draft; model keys may hold dots themselves.
+        acc_key, _, rest = key.split(".", 2)
+        assert rest.endswith("." + draft)
+        acc, target = cat.accelerator(acc_key), cat.model(rest[:-len(draft) - 1])
+        for ctx in range(1024, 65537, 1024):
+            for n in range(1, 9):
+                texts.append(show(kvcache.slots(acc, target, n, ctx), "d"))
+    assert len(state["scenarios"]) == 9
+    assert any(n["deps"] == ["scenario", "ctx", "ncards"] and n["texts"] == texts for n in state["numbers"].values())
+
+
+# -- the pages agree with each other -------------------------------------------------------------
+
+def front_matter(name: str) -> dict:
+    text = (REPO / "docs" / "explainers" / f"{name}.md").read_text()
+    return yaml.safe_load(text.split("---\n", 2)[1])
+
+
+def test_roofline_decode_step_is_the_speculative_plain_step(site, cat):
+    """One scenario, one number: the decode step on the roofline page is the plain step that the
+    speculative-decoding page prices speculation against."""
+    roof = front_matter("roofline")["explainer"]["scenario"]
+    spec = front_matter("speculative-decoding")["explainer"]["scenario"]
+    assert {k: roof[k] for k in ("accelerator", "cards", "target")} == {k: spec[k] for k in ("accelerator", "cards", "target")}
+    acc, target, cards = cat.accelerator(roof["accelerator"]), cat.model(roof["target"]), roof["cards"]
+    decode = float(roofline.step_time(acc, target, cards, 1).seconds)
+    plain = float(speculative.plain_step_s(acc, target, cards, 1))
+    assert decode == plain
+    shown = show(decode, ".1f", "ms")
+    assert shown in numbers_in(article(page_html(site, "roofline")))
+    assert shown in numbers_in(article(page_html(site, "speculative-decoding")))
+
+
+def test_pages_link_each_other(site):
+    spec = page_html(site, "speculative-decoding")
+    for name in PAGES:
+        body = article(page_html(site, name))
+        assert 'href="../speculative-decoding/"' in body, name
+        assert f'href="../{name}/"' in spec, name
+    assert 'href="../roofline/"' in article(page_html(site, "batching"))
