@@ -187,6 +187,20 @@ def hoeffding_radius(n: int, span: float, delta: float) -> float:
     return span * float(np.sqrt(np.log(2.0 / delta) / (2.0 * n)))
 
 
+def bernstein_radius(n: int, variance: float, span: float, delta: float) -> float:
+    """The same for draws of known variance that stray at most `span` from their mean
+    (Bernstein's inequality): sqrt(2 var ln(2/delta) / n) + 2 span ln(2/delta) / (3 n)."""
+    log = float(np.log(2.0 / delta))
+    return float(np.sqrt(2.0 * variance * log / n)) + 2.0 * span * log / (3.0 * n)
+
+
+def tokens_per_step_distribution(a: float, k: int) -> np.ndarray:
+    """P(a step yields j tokens) for j = 1..k+1 when each guess is kept independently with
+    probability a: the first j - 1 kept and the next rejected, or all k kept."""
+    j = np.arange(1, k + 1)
+    return np.r_[a ** (j - 1) * (1.0 - a), a ** k]
+
+
 def frequencies(tokens: np.ndarray, vocab: int) -> np.ndarray:
     return np.bincount(tokens.ravel(), minlength=vocab) / tokens.size
 
