@@ -77,6 +77,10 @@ class CrossRefs:
             gl.check_markers(lines, skip, glossary, src.path)
             if markers:
                 marker_lines[src.src_uri] = markers[0].line
+            for line in [c.line for c in citations.find_citations(lines, skip, src.path)] + [m.line for m in markers]:
+                if lines[line - 1].lstrip(" ").startswith("#"):
+                    raise SourceError(src.path, line, "citations and glossary terms cannot go in a heading; "
+                                      "put them in the text below it")
             raw_next[src.src_uri] = links.parse_read_next(meta, front.split("\n") if front else [], src.path)
             pages[src.src_uri] = info
         has_feed = any("feed" in p.placeholders for p in pages.values())
