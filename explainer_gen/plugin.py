@@ -176,6 +176,13 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
         except SourceError as exc:
             raise PluginError(self._located(exc)) from None
 
+    def on_post_page(self, output: str, *, page, config: MkDocsConfig) -> str | None:
+        if not self.config.enabled:
+            return None
+        # Material's search overlay is a dialog without a name; screen readers announce it blank.
+        return output.replace('class="md-search" data-md-component="search" role="dialog"',
+                              'class="md-search" data-md-component="search" role="dialog" aria-label="Search"', 1)
+
     def on_post_build(self, *, config: MkDocsConfig) -> None:
         if self.staging is None:
             return

@@ -13,6 +13,7 @@ from models import roofline, speculative
 from models.catalogue import LLM
 
 from .controls import Resolved
+from .figures import tokens
 
 
 def vocabulary(r: Resolved) -> dict[str, Callable]:
@@ -47,6 +48,8 @@ def vocabulary(r: Resolved) -> dict[str, Callable]:
         "memory": lambda: acc.memory_bytes,
         "cards": lambda: cards,
         **check_vocabulary(),
+        "timeline_tokens": lambda: tokens.N_TOKENS,
+        "name": lambda which="accelerator": acc.name if which == "accelerator" else model(which).name,
         **sibling_vocabulary(r),
         "min": np.minimum,
         "max": np.maximum,
@@ -56,49 +59,6 @@ def vocabulary(r: Resolved) -> dict[str, Callable]:
 # Names that make sense without a scenario; the rest read the page's scenario.
 SCENARIO_FREE = frozenset({"E", "min", "max"})
 
-def check_vocabulary() -> dict[str, Callable]:
-    """Terms for the checks on the speculative-decoding page: the simulated sampler's figure and
-    the papers the model is set beside. None of them reads the scenario."""
-    from models import papers, sampling
-
-    def leviathan(i, field: str):
-        # One row of Leviathan et al. Table 1: a, k, speed, ops as published; model_speed, model_ops computed.
-        row = papers.leviathan_table1()[int(i)]
-        return float({"speed": row.paper_speed, "ops": row.paper_ops}.get(field, getattr(row, field, np.nan)))
-
-    def chen(field: str, i=0):
-        # Chen et al.: setting-wide fields (target_s, draft_s, k, c, c_roofline, floor, ceiling,
-        # target_params, draft_params) or,
-        # for measured row i, speedup, ms, implied_a and roofline_speedup.
-        c = papers.chen2023()
-        row = c.rows[int(i)]
-        per_row = {"speedup": row.paper_speedup, "ms": row.paper_ms / 1e3, "implied_a": row.implied_a,
-                   "roofline_speedup": row.roofline_speedup}
-        if field in per_row:
-            return float(per_row[field])
-        if field in ("target_s", "draft_s", "k", "c", "c_roofline", "floor", "ceiling", "target_params",
-                     "draft_params"):
-            return float(getattr(c, field))
-        raise ValueError(f"chen has no field {field!r}")
-
-    def sampler(field: str, drift=0.0):
-        # The sampling figures' setting: sample sizes, vocabulary, lookahead, and the acceptance
-        # rate sum min(p, q) at a drift of the draft.
-        fixed = {"tokens": sampling.FIGURE_TOKENS, "steps": sampling.FIGURE_STEPS, "vocab": sampling.FIGURE_VOCAB,
-                 "k": sampling.FIGURE_LOOKAHEAD}
-        if field in fixed:
-            return float(fixed[field])
-        if field == "alpha":
-            return np.vectorize(lambda d: sampling.acceptance(sampling.figure_target(), sampling.figure_draft(d)))(drift)
-        raise ValueError(f"sampler has no field {field!r}")
-
-    return {
-        "walltime": papers.walltime_improvement,
-        "ops_increase": papers.ops_increase,
-        "leviathan": leviathan,
-        "chen": chen,
-        "sampler": sampler,
-    }
 
 SHAPE_FIELDS = ("layers", "hidden", "heads", "kv_heads", "head_dim")
 
@@ -150,4 +110,49 @@ def sibling_vocabulary(r: Resolved) -> dict[str, Callable]:
         # A catalogue shape field (layers, heads, kv_heads, head_dim, hidden) of the target or draft.
         "shape": shape,
         "published": published,
+    }
+
+
+def check_vocabulary() -> dict[str, Callable]:
+    """Terms for the checks on the speculative-decoding page: the simulated sampler's figure and
+    the papers the model is set beside. None of them reads the scenario."""
+    from models import papers, sampling
+
+    def leviathan(i, field: str):
+        # One row of Leviathan et al. Table 1: a, k, speed, ops as published; model_speed, model_ops computed.
+        row = papers.leviathan_table1()[int(i)]
+        return float({"speed": row.paper_speed, "ops": row.paper_ops}.get(field, getattr(row, field, np.nan)))
+
+    def chen(field: str, i=0):
+        # Chen et al.: setting-wide fields (target_s, draft_s, k, c, c_roofline, floor, ceiling,
+        # target_params, draft_params) or,
+        # for measured row i, speedup, ms, implied_a and roofline_speedup.
+        c = papers.chen2023()
+        row = c.rows[int(i)]
+        per_row = {"speedup": row.paper_speedup, "ms": row.paper_ms / 1e3, "implied_a": row.implied_a,
+                   "roofline_speedup": row.roofline_speedup}
+        if field in per_row:
+            return float(per_row[field])
+        if field in ("target_s", "draft_s", "k", "c", "c_roofline", "floor", "ceiling", "target_params",
+                     "draft_params"):
+            return float(getattr(c, field))
+        raise ValueError(f"chen has no field {field!r}")
+
+    def sampler(field: str, drift=0.0):
+        # The sampling figures' setting: sample sizes, vocabulary, lookahead, and the acceptance
+        # rate sum min(p, q) at a drift of the draft.
+        fixed = {"tokens": sampling.FIGURE_TOKENS, "steps": sampling.FIGURE_STEPS, "vocab": sampling.FIGURE_VOCAB,
+                 "k": sampling.FIGURE_LOOKAHEAD}
+        if field in fixed:
+            return float(fixed[field])
+        if field == "alpha":
+            return np.vectorize(lambda d: sampling.acceptance(sampling.figure_target(), sampling.figure_draft(d)))(drift)
+        raise ValueError(f"sampler has no field {field!r}")
+
+    return {
+        "walltime": papers.walltime_improvement,
+        "ops_increase": papers.ops_increase,
+        "leviathan": leviathan,
+        "chen": chen,
+        "sampler": sampler,
     }

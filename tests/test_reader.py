@@ -1,0 +1,263 @@
+"""Readers' experience on every page of the built site, in Debian's Chromium."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from helpers import REPO, copy_project, mkdocs_build, serve
+from conftest import PageWatch
+
+ARTIFACTS = REPO / "test-artifacts"
+DARK_FG = "#b6bcc8"   # dark theme's muted axis colour (explainer_gen/theme.py)
+
+
+def site_pages(site: Path) -> list[str]:
+    """Every HTML page of the site, as a path relative to its root ('' is the home page)."""
+    out = []
+    for p in sorted(site.rglob("index.html")):
+        rel = p.parent.relative_to(site)
+        if rel.parts and rel.parts[0] in ("assets", "search"):
+            continue
+        out.append("" if rel == Path(".") else rel.as_posix() + "/")
+    return out
+
+
+def figure_pages(site: Path) -> list[str]:
+    return [p for p in site_pages(site) if 'class="eg-figure"' in (site / p / "index.html").read_text()]
+
+
+def wait_for_figures(page) -> int:
+    n = page.locator(".eg-figure").count()
+    if n:
+        page.wait_for_function(f"document.querySelectorAll('.eg-figure.eg-live .eg-view svg.marks').length >= {n}")
+    else:
+        page.wait_for_load_state("networkidle")
+    return n
+
+
+@pytest.fixture(scope="module")
+def pages(site):
+    found = site_pages(site)
+    assert len(found) >= 4, found
+    return found
+
+
+def test_every_page_loads_cleanly_in_light_and_dark(browser, base_url, site, pages):
+    from axe_playwright_python.sync_playwright import Axe
+
+    axe = Axe()
+    for scheme in ("light", "dark"):
+        context = browser.new_context(color_scheme=scheme)
+        for path in pages:
+            page = context.new_page()
+            watch = PageWatch(page, base_url.split("/")[2])
+            page.goto(base_url + path)
+            wait_for_figures(page)
+            expected = "slate" if scheme == "dark" else "default"
+            assert page.get_attribute("body", "data-md-color-scheme") == expected
+            watch.assert_clean()
+            result = axe.run(page)
+            assert result.violations_count == 0, (scheme, path, result.generate_report())
+            page.close()
+        context.close()
+
+
+def test_instant_navigation_renders_each_figure_once(browser, base_url, site):
+    figs = figure_pages(site)
+    assert len(figs) >= 2
+    context = browser.new_context()
+    page = context.new_page()
+    watch = PageWatch(page, base_url.split("/")[2])
+    page.goto(base_url + figs[0])
+    wait_for_figures(page)
+    for path in figs[1:] + [figs[0]] + figs[1:2]:
+        # Navigate the way a reader does: through Material's instant loader, not a reload.
+        page.evaluate("url => { const a = document.createElement('a'); a.href = url;"
+                      "document.querySelector('.md-content').appendChild(a); a.click(); }", base_url + path)
+        page.wait_for_url(base_url + path)
+        n = wait_for_figures(page)
+        assert page.evaluate("() => window.__explainerGen === true")
+        for fig in page.locator(".eg-figure").all():
+            assert fig.locator(".eg-view svg.marks").count() == 1
+            assert fig.locator(".vega-bindings").count() <= 1
+        assert page.evaluate("() => window.explainerGen.figures().length") == n
+        assert page.locator("script[src*='vega-']").count() == 1  # the bundle loaded once per tab
+    # Sliders still drive the figures after all that navigation.
+    slider = page.locator(".eg-figure.eg-live input[type=range]").first
+    before = page.inner_html(".eg-figure .eg-view svg.marks")
+    slider.focus()
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_function("b => document.querySelector('.eg-figure .eg-view svg.marks').innerHTML !== b", arg=before)
+    watch.assert_clean()
+    context.close()
+
+
+def axis_label_colour(page) -> str:
+    return page.eval_on_selector(".eg-figure .eg-view svg.marks .role-axis-label text", "e => e.getAttribute('fill')")
+
+
+def test_palette_toggle_rethemes_without_reload(browser, base_url, site):
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = figure_pages(site)[0]
+    context = browser.new_context(color_scheme="light")
+    page = context.new_page()
+    page.goto(base_url + path)
+    wait_for_figures(page)
+    page.evaluate("() => { window.__noReload = 1; }")
+    light = axis_label_colour(page)
+    page.locator(".eg-figure").first.screenshot(path=str(ARTIFACTS / "figure-light.png"))
+    page.locator("label.md-header__button[for^='__palette']:visible").first.click()
+    page.wait_for_function("() => document.body.getAttribute('data-md-color-scheme') === 'slate'")
+    page.wait_for_function(f"() => document.querySelector('.eg-figure .eg-view svg.marks .role-axis-label text')"
+                           f".getAttribute('fill') === '{DARK_FG}'")
+    assert page.evaluate("() => window.__noReload") == 1
+    assert axis_label_colour(page) != light
+    page.locator(".eg-figure").first.screenshot(path=str(ARTIFACTS / "figure-dark.png"))
+    for fig in page.locator(".eg-figure").all():
+        assert fig.locator(".eg-view svg.marks").count() == 1
+    context.close()
+
+
+def test_without_javascript_static_figures_and_default_numbers(browser, base_url, site):
+    context = browser.new_context(java_script_enabled=False)
+    for path in figure_pages(site):
+        page = context.new_page()
+        page.goto(base_url + path)
+        html = (site / path / "index.html").read_text()
+        for fig in page.locator(".eg-figure").all():
+            img = fig.locator("img.eg-static")
+            assert img.is_visible()
+            img.scroll_into_view_if_needed()
+            page.wait_for_function("e => e.complete && e.naturalWidth > 0", arg=img.element_handle())
+            assert fig.locator("details.eg-data table tbody tr").count() > 0
+            assert not fig.locator(".eg-view").is_visible()
+        shown = page.locator(".eg-num").all_inner_texts()
+        assert shown == re.findall(r'<span class="eg-num"[^>]*>([^<]*)</span>', html)
+        page.close()
+    context.close()
+
+
+def test_print_shows_svgs_and_hides_controls(browser, base_url, site):
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(base_url + figure_pages(site)[0])
+    wait_for_figures(page)
+    page.emulate_media(media="print")
+    for fig in page.locator(".eg-figure").all():
+        assert fig.locator("img.eg-static").is_visible()
+        assert not fig.locator(".eg-view").is_visible()
+    assert all(not e.is_visible() for e in page.locator("input[type=range], .eg-scenario").all())
+    context.close()
+
+
+def test_keyboard_reaches_and_moves_every_control(browser, base_url, site):
+    context = browser.new_context()
+    for path in figure_pages(site):
+        page = context.new_page()
+        page.goto(base_url + path)
+        wait_for_figures(page)
+        controls = page.locator(".eg-figure input[type=range], .eg-scenario select")
+        total = controls.count()
+        assert total > 0
+        reached = set()
+        page.locator("body").focus()
+        for _ in range(400):
+            page.keyboard.press("Tab")
+            index = page.evaluate("() => { const all = [...document.querySelectorAll("
+                                  "'.eg-figure input[type=range], .eg-scenario select')];"
+                                  " return all.indexOf(document.activeElement); }")
+            if index >= 0 and index not in reached:
+                reached.add(index)
+                control = controls.nth(index)
+                name = control.evaluate("e => e.labels && e.labels[0] ? e.labels[0].innerText.trim() : ''")
+                assert name, f"control {index} on {path} has no visible label"
+                before = control.input_value()
+                key = "ArrowRight" if control.evaluate("e => e.tagName") == "INPUT" else "ArrowDown"
+                if control.evaluate("e => e.tagName === 'INPUT' && +e.value >= +e.max"):
+                    key = "ArrowLeft"
+                page.keyboard.press(key)
+                assert control.input_value() != before, (path, name)
+            if len(reached) == total:
+                break
+        assert len(reached) == total, (path, total, sorted(reached))
+        page.close()
+    context.close()
+
+
+def test_state_is_shareable_through_the_url(browser, base_url, site):
+    path = "explainers/speculative-decoding/"
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(base_url + path)
+    wait_for_figures(page)
+    slider = page.get_by_role("slider", name="Acceptance rate").first
+    slider.focus()
+    for _ in range(4):
+        page.keyboard.press("ArrowLeft")
+    page.select_option("select[data-eg-switch=accelerator]", "h200")
+    page.wait_for_function("() => location.search.includes('accelerator=h200') && location.search.includes('a=0.6')")
+    shared = page.url
+    numbers = page.locator(".eg-num").all_inner_texts()
+    fresh = context.new_page()
+    fresh.goto(shared)
+    wait_for_figures(fresh)
+    fresh.wait_for_function("n => [...document.querySelectorAll('.eg-num')].map(e => e.textContent).join('|') === n",
+                            arg="|".join(numbers))
+    assert fresh.input_value("select[data-eg-switch=accelerator]") == "h200"
+    assert fresh.get_by_role("slider", name="Acceptance rate").first.input_value() == "0.6"
+    context.close()
+
+
+def test_mobile_width_has_no_horizontal_scroll(browser, base_url, site):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    for path in figure_pages(site):
+        page = context.new_page()
+        page.goto(base_url + path)
+        wait_for_figures(page)
+        width = page.evaluate("() => document.documentElement.scrollWidth")
+        assert width <= 390, (path, width)
+        page.close()
+    context.close()
+
+
+def test_pages_workflow_uses_the_readme_build_command():
+    workflow = yaml.safe_load((REPO / ".github/workflows/pages.yml").read_text())
+    runs = [step.get("run", "") for job in workflow["jobs"].values() for step in job["steps"]]
+    readme = (REPO / "README.md").read_text()
+    command = re.search(r"`(make build)` runs `mkdocs build --strict`", readme).group(1)
+    assert command in runs
+    makefile = (REPO / "Makefile").read_text()
+    assert re.search(r"^build:.*\n\t.*mkdocs build --strict", makefile, re.M)
+    uses = [step.get("uses", "") for job in workflow["jobs"].values() for step in job["steps"]]
+    assert any(u.startswith("actions/upload-pages-artifact") for u in uses)
+    assert any(u.startswith("actions/deploy-pages") for u in uses)
+
+
+def test_site_works_under_a_subpath(browser, tmp_path):
+    project = copy_project(tmp_path / "project")
+    with serve(tmp_path / "out", prefix="inference") as url:
+        cfg = (project / "mkdocs.yml").read_text()
+        (project / "mkdocs.yml").write_text(re.sub(r"^site_url:.*$", f"site_url: {url}", cfg, flags=re.M))
+        result = mkdocs_build(tmp_path / "out", project / "mkdocs.yml")
+        assert result.returncode == 0, result.stderr
+        context = browser.new_context()
+        host = url.split("/")[2]
+        for path in site_pages(tmp_path / "out"):
+            page = context.new_page()
+            watch = PageWatch(page, host)
+            responses = []
+            page.on("response", lambda r: responses.append((r.status, r.url)))
+            page.goto(url + path)
+            wait_for_figures(page)
+            # Every figure's data, SVG and CSV loads from under the subpath.
+            for href in page.eval_on_selector_all("a[download], img.eg-static", "els => els.map(e => e.href || e.src)"):
+                assert href.startswith(url), href
+                assert page.request.get(href).ok, href
+            watch.assert_clean()
+            assert all(status < 400 for status, _ in responses), responses
+            assert all(u.startswith(url) for _, u in responses if not u.startswith("data:")), responses
+            page.close()
+        context.close()
