@@ -57,15 +57,16 @@ class FigureArtifacts:
     table: TableView
     alt: str
     sizes: dict[str, int] = field(default_factory=dict)  # scenario key -> gzip bytes
+    key: str = ""  # the cache key of the request that made these
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "spec": self.spec, "data": self.data, "default": self.default,
+        return {"key": self.key, "kind": self.kind, "spec": self.spec, "data": self.data, "default": self.default,
                 "svg": self.svg, "csv": self.csv, "alt": self.alt, "sizes": self.sizes,
                 "table": {"caption": self.table.caption, "headers": self.table.headers, "rows": self.table.rows}}
 
     @classmethod
     def from_json(cls, d: dict) -> "FigureArtifacts":
-        return cls(kind=d["kind"], spec=d["spec"], data=d["data"], default=d["default"], svg=d["svg"],
+        return cls(key=d["key"], kind=d["kind"], spec=d["spec"], data=d["data"], default=d["default"], svg=d["svg"],
                    csv=d["csv"], alt=d["alt"], sizes=d["sizes"], table=TableView(**d["table"]))
 
 
@@ -160,3 +161,22 @@ def render_svg(spec: dict, columns: dict[str, list]) -> str:
     static.update(width=SVG_WIDTH, autosize={"type": "pad"}, background="white")
     static["config"] = {**LIGHT, **static.get("config", {}), "background": "white"}
     return vlc.vegalite_to_svg(static, vl_version=VL_VERSION)
+
+
+def site_files(a: FigureArtifacts, scenario_map: dict[str, str], stem: str, themes: dict) -> dict[str, str]:
+    """Site path -> content for one figure placed on a page.
+
+    `<stem>.json` holds the spec, the default scenario's data and the names of the other
+    scenarios' data files, fetched only when the reader switches to them.
+    """
+    files, variants = {}, {}
+    for i, key in enumerate(k for k in a.data if k != a.default):
+        path = f"{stem}-{i + 1}.json"
+        files[path] = dumps(a.data[key])
+        variants[key] = path.rsplit("/", 1)[1]
+    payload = {"spec": a.spec, "data": a.data[a.default], "default": a.default, "variants": variants,
+               "map": scenario_map, "themes": themes}
+    files[f"{stem}.json"] = dumps(payload)
+    files[f"{stem}.svg"] = a.svg
+    files[f"{stem}.csv"] = a.csv
+    return files

@@ -72,6 +72,11 @@ class PageControls:
     switch: dict[str, list[Any]]
     sliders: dict[str, Slider]
 
+    def identity(self) -> dict:
+        """Everything about the controls that decides a number's values, for cache keys."""
+        return {"scenario": vars(self.scenario), "switch": self.switch,
+                "sliders": [vars(s) for s in self.sliders.values()]}
+
     def variants(self) -> list[Scenario]:
         """The default scenario first, then every switch combination (outermost field first)."""
         combos = [replace(self.scenario, **dict(zip(self.switch, values)))
@@ -156,8 +161,14 @@ def parse_figure(fence: Fence, path: str, controls: PageControls, catalogue: Cat
     return request, scenario_map
 
 
+def _no_memory(identity: dict, make: Callable[[], NumberResult]) -> NumberResult:
+    return make()
+
+
 def build_page(source: str, path: str, catalogue: Catalogue,
-               make_figure: Callable[[FigureRequest], FigureArtifacts], budget_bytes: int) -> PageBuild:
+               make_figure: Callable[[FigureRequest], FigureArtifacts], budget_bytes: int,
+               remember: Callable[[dict, Callable[[], NumberResult]], NumberResult] = _no_memory) -> PageBuild:
+    """Check and compute one page. `remember(identity, make)` may serve numbers from a cache."""
     front, offset = split_front_matter(source)
     meta = load_yaml(front, path, 2) if front is not None else {}
     if front is not None and meta is not None and not isinstance(meta, dict):
@@ -195,8 +206,10 @@ def build_page(source: str, path: str, catalogue: Catalogue,
             continue
         expr: Expr = parse_expr(item.expr, functions, controls.sliders, path, item.line)
         fmt = parse_format(item.fmt, path, item.line)
-        page.numbers[item.key] = compute_number(item, f"n{len(page.numbers)}", expr, fmt, controls.sliders,
-                                                envs, path, default_env)
+        number_id = f"n{len(page.numbers)}"
+        identity = {"expr": item.expr, "fmt": item.fmt, "id": number_id, "controls": controls.identity()}
+        page.numbers[item.key] = remember(identity, lambda: compute_number(
+            item, number_id, expr, fmt, controls.sliders, envs, path, default_env))
     return page
 
 

@@ -5,6 +5,7 @@ mistake aborts the build with the site folder as it was.
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import subprocess
@@ -20,7 +21,7 @@ from models.catalogue import CATALOGUE_PATH, Catalogue, load_catalogue
 from models.yamlsource import SourceError
 
 from . import mathml, superfence
-from .artifacts import FigureArtifacts, FigureRequest, build_figure, dumps
+from .artifacts import FigureArtifacts, FigureRequest, build_figure, dumps, site_files
 from .bundle import javascript_bundle, short_hash
 from .cache import MODELS_ROOT, PACKAGE_ROOT, DiskCache, code_fingerprint, digest
 from .config import ExplainerConfig
@@ -28,6 +29,7 @@ from .crossref import CrossRefs, Source
 from .feed import ATOM_PATH
 from .html import figure_html, page_root_html
 from .staging import Staging, WarningCount
+from .numbers import NumberResult
 from .pages import PageBuild, build_page, substitute_numbers
 from .theme import THEMES
 
@@ -99,7 +101,8 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
             path = self._display_path(file)
             try:
                 page = build_page(file.content_string, path, catalogue,
-                                  lambda req: self._figure(req, catalogue, fingerprint), budget)
+                                  lambda req: self._figure(req, catalogue, fingerprint), budget,
+                                  lambda identity, make: self._number(identity, make, fingerprint))
             except SourceError as exc:
                 raise PluginError(self._located(exc)) from None
             if not page.live and not page.numbers:
@@ -115,22 +118,32 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
         key = digest(fingerprint, req.identity())
         cached = self.cache.get("figures", key)
         if cached is not None:
-            import json
             return FigureArtifacts.from_json(json.loads(cached))
         artifacts = build_figure(req, catalogue)
+        artifacts.key = key
         self.cache.put("figures", key, dumps(artifacts.to_json()))
         return artifacts
 
+    def _number(self, identity: dict, make, fingerprint: str) -> NumberResult:
+        key = digest(fingerprint, identity)
+        cached = self.cache.get("numbers", key)
+        if cached is not None:
+            return NumberResult(**json.loads(cached))
+        result = make()
+        self.cache.put("numbers", key, dumps(vars(result)))
+        return result
+
     def _figure_files(self, fig, add) -> dict[str, str]:
-        a = fig.artifacts
-        stem = f"{ASSETS}/fig/{digest(a.to_json(), fig.scenario_map)[:16]}"
-        variants = {}
-        for i, key in enumerate(k for k in a.data if k != a.default):
-            variants[key] = add(f"{stem}-{i + 1}.json", dumps(a.data[key])).rsplit("/", 1)[1]
-        payload = {"spec": a.spec, "data": a.data[a.default], "default": a.default, "variants": variants,
-                   "map": fig.scenario_map, "themes": THEMES}
-        return {"json": add(f"{stem}.json", dumps(payload)),
-                "svg": add(f"{stem}.svg", a.svg), "csv": add(f"{stem}.csv", a.csv)}
+        """Add the figure's JSON, variant data, SVG and CSV; names hash what decides them."""
+        key = digest(fig.artifacts.key, fig.scenario_map)
+        stem = f"{ASSETS}/fig/{key[:16]}"
+        cached = self.cache.get("files", key)
+        contents = json.loads(cached) if cached is not None else site_files(fig.artifacts, fig.scenario_map, stem, THEMES)
+        if cached is None:
+            self.cache.put("files", key, dumps(contents))
+        for path, text in contents.items():
+            add(path, text)
+        return {"json": f"{stem}.json", "svg": f"{stem}.svg", "csv": f"{stem}.csv"}
 
     # -- render: swap in what was computed --
     def on_page_markdown(self, markdown: str, *, page, config: MkDocsConfig, files: Files) -> str | None:

@@ -65,11 +65,7 @@ SHAPE_FIELDS = ("layers", "hidden", "heads", "kv_heads", "head_dim")
 
 def sibling_vocabulary(r: Resolved) -> dict[str, Callable]:
     """Terms for the roofline, batching and KV-cache pages, under scenario `r`."""
-    import pathlib
-
-    import yaml
-
-    from models import batching, kvcache, load_catalogue
+    from models import batching, kvcache, load_catalogue, papers
 
     acc, cards = r.acc, r.cards
 
@@ -79,8 +75,7 @@ def sibling_vocabulary(r: Resolved) -> dict[str, Callable]:
 
     def published(paper: str, field: str):
         # A figure a paper reports, from models/published.yaml, so that no number is typed in prose.
-        rows = yaml.safe_load(pathlib.Path(kvcache.__file__).with_name("published.yaml").read_text(encoding="utf-8"))
-        return float(rows[paper][field])
+        return float(papers.published()[paper][field])
 
     def shape(field: str, which: str = "target"):
         if field not in SHAPE_FIELDS:

@@ -49,13 +49,27 @@ def breakeven_batch(acc: Accelerator, target: LLM, draft: LLM, cards, a, k,
 
     Broadcasts over `a` and `k`; returns 0 where speculation never pays (even at batch 1)
     and -1 where it still pays at `max_batch`.
+
+    Bisection is exact here: below the plain pass's own ridge the plain step is flat while
+    the speculative step only grows, so the speedup never rises; at and above that ridge
+    the speculative step does at least k + 1 times the plain arithmetic, so speedup < 1.
+    The first slower batch therefore splits the range into "pays" and "does not".
     """
-    a = np.asarray(a, dtype=float)[..., None]
-    k = np.asarray(k, dtype=float)[..., None]
-    batch = np.arange(1, max_batch + 1, dtype=float)
-    slower = speedup(acc, target, draft, cards, batch, a, k, bytes_per_param) < 1.0
-    first = np.argmax(slower, axis=-1) + 1
-    return np.where(slower.any(axis=-1), np.where(slower[..., 0], 0, first), -1)
+    a, k = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(k, dtype=float))
+
+    def slower(batch):
+        return speedup(acc, target, draft, cards, batch, a, k, bytes_per_param) < 1.0
+
+    lo = np.ones(a.shape)                      # largest batch known to pay (or 1)
+    hi = np.full(a.shape, float(max_batch))    # smallest batch known not to pay
+    never_pays, still_pays = slower(lo), ~slower(hi)
+    for _ in range(int(np.ceil(np.log2(max_batch))) + 1):
+        mid = np.floor((lo + hi) / 2)
+        s = slower(mid)
+        hi = np.where(s, mid, hi)
+        lo = np.where(s, lo, mid)
+    first = hi.astype(int)
+    return np.where(never_pays, 0, np.where(still_pays, -1, first))
 
 
 def accepted_runs(a: float, k: int, n_tokens: int, uniforms: np.ndarray) -> list[int]:

@@ -6,8 +6,7 @@ SPEC = "explainers/speculative-decoding/"
 
 def lines_path(page) -> str:
     """The drawn geometry of every line mark in the first figure."""
-    return page.eval_on_selector_all(".eg-figure .eg-view path[aria-roledescription='line mark'], "
-                                     ".eg-figure .eg-view g.mark-line path",
+    return page.eval_on_selector_all("#fig-speedup-vs-batch .eg-view g.mark-line path",
                                      "els => els.map(e => e.getAttribute('d')).join('|')")
 
 
@@ -16,10 +15,10 @@ def test_acceptance_slider_redraws_lines(page, base_url):
     page.wait_for_selector(".eg-figure.eg-live .eg-view svg.marks")
     before = lines_path(page)
     assert before
-    slider = page.get_by_role("slider", name="Acceptance rate")
+    slider = page.locator("#fig-speedup-vs-batch").get_by_role("slider", name="Acceptance rate")
     slider.focus()
     page.keyboard.press("ArrowLeft")
-    page.wait_for_function("prev => { const d = [...document.querySelectorAll('.eg-figure .eg-view g.mark-line path')]"
+    page.wait_for_function("prev => { const d = [...document.querySelectorAll('#fig-speedup-vs-batch .eg-view g.mark-line path')]"
                            ".map(e => e.getAttribute('d')).join('|'); return d && d !== prev; }", arg=before)
     assert lines_path(page) != before
     page.watch.assert_clean()
@@ -30,7 +29,7 @@ def test_prose_numbers_follow_the_slider(page, base_url):
     page.wait_for_selector(".eg-figure.eg-live .eg-view svg.marks")
     spans = page.locator("[data-eg-num]")
     before = spans.all_inner_texts()
-    slider = page.get_by_role("slider", name="Acceptance rate")
+    slider = page.get_by_role("slider", name="Acceptance rate").first
     slider.focus()
     page.keyboard.press("ArrowLeft")
     page.wait_for_function("prev => [...document.querySelectorAll('[data-eg-num]')].map(e => e.textContent).join() !== prev",
