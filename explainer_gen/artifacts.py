@@ -20,7 +20,7 @@ from models.catalogue import Catalogue
 from models.yamlsource import SourceError
 
 from . import timing
-from .controls import Scenario, Slider
+from .controls import Resolved, Scenario, Slider
 from .figures import REGISTRY, TableView
 from .theme import LIGHT
 
@@ -102,12 +102,14 @@ def _check_finite(cols: dict[str, np.ndarray], req: FigureRequest, scenario: Sce
                               f"{name!r} at {where or 'the only position'} (scenario {scenario.key})")
 
 
-def _csv(cols: dict[str, np.ndarray], labels: dict[str, str]) -> str:
+def _csv(cols: dict[str, np.ndarray], labels: dict[str, str], r: Resolved) -> str:
+    """Every slider position, each row naming the scenario it was computed for."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([safe_csv_cell(labels.get(c, c)) for c in cols])
+    scenario = [r.acc.name, r.cards, r.target.name, r.draft.name]
+    writer.writerow(["accelerator", "cards", "target model", "draft model"] + [labels.get(c, c) for c in cols])
     for row in zip(*(_round(v) for v in cols.values())):
-        writer.writerow([safe_csv_cell(x) for x in row])
+        writer.writerow([safe_csv_cell(x) for x in scenario + list(row)])
     return out.getvalue()
 
 
@@ -143,7 +145,7 @@ def build_figure(req: FigureRequest, catalogue: Catalogue) -> FigureArtifacts:
     return FigureArtifacts(
         kind=req.kind, spec=spec, data=data, default=req.scenarios[0].key,
         svg=render_svg(spec, data[req.scenarios[0].key]),
-        csv=_csv(default_cols, kind.columns),
+        csv=_csv(default_cols, kind.columns, default_resolved),
         table=kind.table(default_cols, default_resolved, req.sliders),
         alt=spec["description"], sizes=sizes,
     )

@@ -1,0 +1,197 @@
+"""Authors' loop: cached rebuilds, live reload, reproducible output, nothing injected."""
+from __future__ import annotations
+
+import csv
+import filecmp
+import io
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from helpers import MKDOCS, REPO, copy_project, env, mkdocs_build
+
+CATALOGUE = REPO / "models" / "catalogue.yaml"
+
+
+def in_process_build(config: Path, site: Path, cache: Path) -> int:
+    """Build without a subprocess; returns how many figures the models computed."""
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+
+    from explainer_gen import timing
+
+    cfg = load_config(str(config), site_dir=str(site))
+    cfg.plugins["explainer"].config.cache_dir = str(cache)
+    timing.reset()
+    build(cfg)
+    return timing.figures_computed
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    monkeypatch.setenv("NO_MKDOCS_2_WARNING", "1")
+    root = copy_project(tmp_path / "project")
+    shutil.copy(CATALOGUE, root / "catalogue.yaml")
+    cfg = (root / "mkdocs.yml").read_text().replace("  - explainer\n", "  - explainer:\n      catalogue: catalogue.yaml\n")
+    (root / "mkdocs.yml").write_text(cfg)
+    return root
+
+
+def test_cache_recomputes_only_what_changed(project, tmp_path, monkeypatch):
+    config, cache = project / "mkdocs.yml", tmp_path / "cache"
+    first = in_process_build(config, tmp_path / "s1", cache)
+    assert first > 0
+    # Prose edit: no figure recomputed.
+    page = project / "docs/explainers/speculative-decoding.md"
+    page.write_text(page.read_text() + "\nOne more sentence of prose.\n")
+    assert in_process_build(config, tmp_path / "s2", cache) == 0
+    # One figure's parameters: that figure alone.
+    text = page.read_text()
+    page.write_text(text.replace("figure: speedup-vs-batch\n", "figure: speedup-vs-batch\nsliders:\n  a: {default: 0.7}\n", 1))
+    assert in_process_build(config, tmp_path / "s3", cache) == 1
+    # The catalogue: every figure that reads it.
+    cat = project / "catalogue.yaml"
+    cat.write_text(cat.read_text().replace("bandwidth_tbps: 3.35", "bandwidth_tbps: 3.36", 1))
+    assert in_process_build(config, tmp_path / "s4", cache) == first
+    # A model's source: everything again (the fingerprint hashes the model sources).
+    from explainer_gen import cache as cache_mod
+    models_copy = tmp_path / "models"
+    shutil.copytree(cache_mod.MODELS_ROOT, models_copy)
+    monkeypatch.setattr(cache_mod, "MODELS_ROOT", models_copy)
+    assert in_process_build(config, tmp_path / "s5", cache) == 0  # same sources, same keys
+    with open(models_copy / "roofline.py", "a") as fh:
+        fh.write("\n# an edit\n")
+    assert in_process_build(config, tmp_path / "s6", cache) == first
+
+
+def test_bundle_is_generated_once_and_reused(tmp_path):
+    from explainer_gen.bundle import javascript_bundle
+    from explainer_gen.cache import DiskCache
+
+    cache = DiskCache(tmp_path)
+    first = javascript_bundle(cache)
+    assert cache.misses == 1 and cache.hits == 0
+    assert javascript_bundle(cache) == first
+    assert cache.hits == 1
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_two_clean_builds_are_byte_identical(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for dest in (a, b):
+        result = mkdocs_build(dest)
+        assert result.returncode == 0, result.stderr
+    ta, tb = _tree(a), _tree(b)
+    assert ta.keys() == tb.keys()
+    differ = [name for name in ta if ta[name] != tb[name]]
+    assert differ == []
+    assert "<lastmod>" in (a / "sitemap.xml").read_text()
+
+
+EVIL = "</script><img src=x onerror=alert(1)>"
+FORMULA = '=HYPERLINK("http://example.invalid","click")'
+
+
+def test_nothing_is_injected(tmp_path, browser):
+    root = tmp_path / "p"
+    (root / "docs").mkdir(parents=True)
+    cat = CATALOGUE.read_text().replace("name: NVIDIA H100 SXM", f"name: '{EVIL}'", 1)
+    cat = cat.replace("name: Llama 3 70B", f"name: '{FORMULA.replace(chr(39), chr(39) * 2)}'", 1)
+    (root / "catalogue.yaml").write_text(cat)
+    (root / "mkdocs.yml").write_text(
+        "site_name: injection\ntheme: {name: material, font: false}\n"
+        "plugins: [{explainer: {catalogue: catalogue.yaml}}]\nmarkdown_extensions: [pymdownx.superfences]\n")
+    (root / "docs" / "index.md").write_text(
+        "---\nexplainer:\n  switch: {accelerator: [h100-sxm, h200]}\n---\n\n# Home\n\n"
+        "Runs on {{ name('accelerator') }} with {{ name('target') }}.\n\n"
+        f"```explainer\nfigure: speedup-vs-batch\ncaption: '{EVIL}'\nsliders:\n  a: {{label: '{EVIL}'}}\n```\n")
+    result = mkdocs_build(tmp_path / "site", root / "mkdocs.yml")
+    assert result.returncode == 0, result.stderr
+    site = tmp_path / "site"
+    for path in list(site.rglob("*.html")) + list(site.rglob("*.svg")):
+        text = path.read_text()
+        assert "<img src=x" not in text, path
+        assert "</script><img" not in text, path
+    html = (site / "index.html").read_text()
+    assert "&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;" in html
+    for path in site.rglob("*.json"):
+        json.loads(path.read_text())  # still valid JSON with the string inside
+    csv_path = next(site.rglob("*.csv"))
+    rows = list(csv.reader(io.StringIO(csv_path.read_text())))
+    targets = {row[2] for row in rows[1:]}
+    assert targets == {"'" + FORMULA}
+    assert {row[0] for row in rows[1:]} == {EVIL}  # harmless text in a CSV cell, not a formula
+    # And in a real browser no script runs, whatever the reader does.
+    from helpers import serve
+    with serve(site) as url:
+        page = browser.new_page()
+        dialogs = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto(url)
+        page.wait_for_selector(".eg-figure.eg-live .eg-view svg.marks")
+        page.select_option("select[data-eg-switch=accelerator]", "h200")
+        page.wait_for_timeout(300)
+        assert dialogs == []
+        assert page.locator("img[src='x']").count() == 0
+        page.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_serve_rebuilds_when_the_catalogue_changes(project):
+    port = _free_port()
+    proc = subprocess.Popen(MKDOCS + ["serve", "--livereload", "-a", f"127.0.0.1:{port}", "-f", str(project / "mkdocs.yml")],
+                            cwd=project, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}/explainers/speculative-decoding/"
+
+    def step_text() -> str | None:
+        try:
+            html = urllib.request.urlopen(url, timeout=5).read().decode()
+        except OSError:
+            return None
+        m = re.search(r'takes <span class="eg-num"[^>]*>([^<]+)</span>', html)
+        return m.group(1) if m else None
+
+    try:
+        deadline = time.time() + 120
+        while (before := step_text()) is None and time.time() < deadline:
+            time.sleep(0.5)
+        assert before, "mkdocs serve did not come up"
+        html = urllib.request.urlopen(url, timeout=5).read().decode()
+        assert "livereload" in html  # the README's serve command keeps live reload on
+        cat = project / "catalogue.yaml"
+        cat.write_text(cat.read_text().replace("bandwidth_tbps: 3.35", "bandwidth_tbps: 6.7", 1))
+        deadline = time.time() + 120
+        after = before
+        while after == before and time.time() < deadline:
+            time.sleep(0.5)
+            after = step_text() or before
+        assert after != before, "editing the catalogue did not rebuild the page"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_readme_serve_command_turns_live_reload_on():
+    makefile = (REPO / "Makefile").read_text()
+    assert re.search(r"^serve:.*\n\t.*mkdocs serve --livereload", makefile, re.M)
+    assert "make serve" in (REPO / "README.md").read_text()
