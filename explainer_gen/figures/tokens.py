@@ -1,6 +1,8 @@
 """The same tokens made twice on one time axis: plain decoding against speculative decoding."""
 from __future__ import annotations
 
+from functools import lru_cache
+
 import altair as alt
 import numpy as np
 
@@ -18,6 +20,13 @@ SHAPES = ["square", "square", "circle", "circle", "cross", "square", "diamond", 
 ROWS = ["Plain: weight reads", "Plain: tokens", "Speculative: passes", "Speculative: tokens"]
 
 
+@lru_cache(maxsize=8)
+def _draws(a: tuple[float, ...], k: tuple[float, ...]) -> list[list[int]]:
+    """Accepted guesses per step at each position; the same for every scenario, so drawn once."""
+    uniforms = np.random.default_rng(SEED).random(N_TOKENS * 8 + 8)
+    return [speculative.accepted_runs(ai, int(ki), N_TOKENS, uniforms) for ai, ki in zip(a, k)]
+
+
 @register
 class TokenTimeline(FigureKind):
     name = "token-timeline"
@@ -30,11 +39,10 @@ class TokenTimeline(FigureKind):
                "spec_total_ms": "speculative total (ms)", "n": "tokens", "label": "summary"}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
-        uniforms = np.random.default_rng(SEED).random(N_TOKENS * 8 + 8)
         a, k = (m.ravel() for m in np.meshgrid(grid["a"], grid["k"], indexing="ij"))
         runs = np.empty(len(a), dtype=object)
-        for i in range(len(a)):
-            runs[i] = speculative.accepted_runs(float(a[i]), int(k[i]), N_TOKENS, uniforms)
+        for i, run in enumerate(_draws(tuple(a.tolist()), tuple(k.tolist()))):
+            runs[i] = run
         steps = np.array([len(run) for run in runs])
         plain = roofline.step_time(r.acc, r.target, r.cards, 1).seconds * 1e3 + 0 * a
         draft = roofline.step_time(r.acc, r.draft, r.cards, 1).seconds * 1e3 + 0 * a
