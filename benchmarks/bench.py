@@ -106,6 +106,30 @@ def slider_latency(site: Path, moves: int = 50) -> dict:
     return out
 
 
+def lighthouse(site: Path, page: str = "explainers/speculative-decoding/") -> dict | None:
+    """Lighthouse 12.2.3 (npx) on Debian's Chromium against a gzip-serving local copy."""
+    import shutil as sh
+    import subprocess
+
+    from helpers import CHROMIUM, CHROMIUM_ARGS, serve
+
+    if not sh.which("npx"):
+        return None
+    out = site.parent / "lighthouse.json"
+    with serve(site, compress=True) as base:
+        cmd = ["npx", "-y", "lighthouse@12.2.3", base + page, "--only-categories=performance,accessibility",
+               "--output=json", f"--output-path={out}", "--quiet", f"--chrome-flags={' '.join(CHROMIUM_ARGS)}"]
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, "CHROME_PATH": CHROMIUM})
+    if run.returncode != 0 or not out.exists():
+        print(f"lighthouse could not run: {run.stderr.strip()[-300:]}")
+        return None
+    report = json.loads(out.read_text())
+    scores = {k: round(v["score"] * 100) for k, v in report["categories"].items()}
+    metrics = {k: report["audits"][k]["displayValue"] for k in
+               ("first-contentful-paint", "largest-contentful-paint", "total-blocking-time", "cumulative-layout-shift")}
+    return {"scores": scores, "metrics": metrics}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--no-browser", action="store_true")
@@ -158,6 +182,10 @@ def main() -> None:
             print("\nslider input -> next animation frame, 50 moves (target median < 16 ms)")
             for rel, t in slider_latency(work / "cold0").items():
                 print(f"  {rel:38} median {t['median_ms']:6.2f} ms   p95 {t['p95_ms']:6.2f} ms")
+            lh = lighthouse(work / "cold0")
+            if lh:
+                print(f"\nlighthouse, speculative-decoding page (targets: performance >= 95, accessibility 100): "
+                      f"{lh['scores']}  {lh['metrics']}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

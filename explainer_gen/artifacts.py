@@ -22,7 +22,7 @@ from models.yamlsource import SourceError
 from . import timing
 from .controls import Resolved, Scenario, Slider
 from .figures import REGISTRY, TableView
-from .theme import LIGHT
+from .theme import LIGHT, THEMES
 
 VL_VERSION = "6.4"  # the bundle's Vega-Lite; equal to altair's SCHEMA_VERSION (major.minor)
 SVG_WIDTH = 640
@@ -58,15 +58,16 @@ class FigureArtifacts:
     alt: str
     sizes: dict[str, int] = field(default_factory=dict)  # scenario key -> gzip bytes
     key: str = ""  # the cache key of the request that made these
+    vega: dict[str, dict] = field(default_factory=dict)  # theme -> the spec compiled to Vega for the page
 
     def to_json(self) -> dict:
-        return {"key": self.key, "kind": self.kind, "spec": self.spec, "data": self.data, "default": self.default,
+        return {"key": self.key, "vega": self.vega, "kind": self.kind, "spec": self.spec, "data": self.data, "default": self.default,
                 "svg": self.svg, "csv": self.csv, "alt": self.alt, "sizes": self.sizes,
                 "table": {"caption": self.table.caption, "headers": self.table.headers, "rows": self.table.rows}}
 
     @classmethod
     def from_json(cls, d: dict) -> "FigureArtifacts":
-        return cls(key=d["key"], kind=d["kind"], spec=d["spec"], data=d["data"], default=d["default"], svg=d["svg"],
+        return cls(key=d["key"], vega=d["vega"], kind=d["kind"], spec=d["spec"], data=d["data"], default=d["default"], svg=d["svg"],
                    csv=d["csv"], alt=d["alt"], sizes=d["sizes"], table=TableView(**d["table"]))
 
 
@@ -144,6 +145,7 @@ def build_figure(req: FigureRequest, catalogue: Catalogue) -> FigureArtifacts:
                 description=kind.describe(default_cols, default_resolved, req.sliders))
     return FigureArtifacts(
         kind=req.kind, spec=spec, data=data, default=req.scenarios[0].key,
+        vega={name: compile_for_page(spec, theme) for name, theme in THEMES.items()},
         svg=render_svg(spec, data[req.scenarios[0].key]),
         csv=_csv(default_cols, kind.columns, default_resolved),
         table=kind.table(default_cols, default_resolved, req.sliders),
@@ -156,6 +158,19 @@ def rows_of(columns: dict[str, list]) -> list[dict]:
     return [dict(zip(names, values)) for values in zip(*columns.values())]
 
 
+def compile_for_page(spec: dict, theme: dict) -> dict:
+    """The Vega-Lite spec compiled to Vega in one colour scheme, for the page's loader.
+
+    Compiling here means the browser needs only the Vega runtime, not the Vega-Lite
+    compiler. The page drives the params from its own HTML controls, so `bind` goes.
+    """
+    page = copy.deepcopy(spec)
+    page["params"] = [{k: v for k, v in p.items() if k != "bind"} for p in page.get("params", [])]
+    page["datasets"] = {**page.get("datasets", {}), "table": []}
+    page["config"] = {**page.get("config", {}), **theme}
+    return vlc.vegalite_to_vega(page, vl_version=VL_VERSION)
+
+
 def render_svg(spec: dict, columns: dict[str, list]) -> str:
     """The default slider state as a static, light-themed SVG for no-JS readers and print."""
     static = copy.deepcopy(spec)
@@ -165,19 +180,20 @@ def render_svg(spec: dict, columns: dict[str, list]) -> str:
     return vlc.vegalite_to_svg(static, vl_version=VL_VERSION)
 
 
-def site_files(a: FigureArtifacts, scenario_map: dict[str, str], stem: str, themes: dict) -> dict[str, str]:
+def site_files(a: FigureArtifacts, scenario_map: dict[str, str], stem: str) -> dict[str, str]:
     """Site path -> content for one figure placed on a page.
 
-    `<stem>.json` holds the spec, the default scenario's data and the names of the other
-    scenarios' data files, fetched only when the reader switches to them.
+    `<stem>.json` holds the Vega-Lite spec, its Vega compilation per colour scheme, the
+    default scenario's data and the names of the other scenarios' data files, fetched only
+    when the reader switches to them.
     """
     files, variants = {}, {}
     for i, key in enumerate(k for k in a.data if k != a.default):
         path = f"{stem}-{i + 1}.json"
         files[path] = dumps(a.data[key])
         variants[key] = path.rsplit("/", 1)[1]
-    payload = {"spec": a.spec, "data": a.data[a.default], "default": a.default, "variants": variants,
-               "map": scenario_map, "themes": themes}
+    payload = {"spec": a.spec, "vega": a.vega, "data": a.data[a.default], "default": a.default,
+               "variants": variants, "map": scenario_map}
     files[f"{stem}.json"] = dumps(payload)
     files[f"{stem}.svg"] = a.svg
     files[f"{stem}.csv"] = a.csv

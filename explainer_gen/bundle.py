@@ -1,4 +1,4 @@
-"""The self-hosted vega + vega-lite + vega-embed bundle, generated once and cached."""
+"""The self-hosted Vega bundle, made by vl-convert once and cached."""
 from __future__ import annotations
 
 import hashlib
@@ -10,6 +10,12 @@ from .cache import DiskCache
 
 
 def javascript_bundle(cache: DiskCache) -> str:
+    """vega + vega-lite + vega-embed in one file that sets `window.vegaEmbed`.
+
+    Figures arrive compiled to Vega, so the page runs them on `vegaEmbed.vega` and never
+    compiles Vega-Lite in the browser. (vl-convert's snippet imports default exports, and
+    Vega has none, so a Vega-only bundle is not to be had from it.)
+    """
     key = f"vega-bundle-{vlc.__version__}-vl{VL_VERSION}.js"
     text = cache.get("bundle", key)
     if text is None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import html
+import re
 from typing import Callable
 
 from .pages import FigureOnPage, PageBuild
@@ -25,7 +26,8 @@ def figure_html(fig: FigureOnPage, url: Callable[[str], str], files: dict[str, s
         f'data-eg-figure="{esc(url(files["json"]))}">'
         f'<figcaption id="{cap_id}">{esc(fig.request.caption)}</figcaption>'
         f'<div class="eg-view" role="group" aria-label="{esc("Interactive chart: " + fig.request.caption)}"></div>'
-        f'<img class="eg-static" src="{esc(url(files["svg"]))}" alt="{esc(a.alt)}" loading="lazy">'
+        f'<img class="eg-static" src="{esc(url(files["svg"]))}" alt="{esc(a.alt)}"{svg_size(a.svg)} loading="lazy">'
+        f'{controls_html(fig)}'
         f'<details class="eg-data"><summary>Data table</summary>'
         f'<div class="eg-table-wrap"><table><caption>{esc(t.caption)}</caption><thead><tr>{head}</tr></thead>'
         f'<tbody>{body}</tbody></table></div>'
@@ -48,10 +50,43 @@ def page_root_html(page: PageBuild, page_json_url: str, bundle_url: str, loader_
             for v in values)
         selects.append(f'<label class="eg-select"><span>{esc(SWITCH_LABELS.get(name, name))}</span>'
                        f'<select name="{esc(name)}" data-eg-switch="{esc(name)}" data-eg-default="{esc(default)}">{options}</select></label>')
-    switch = (f'<form class="eg-scenario" hidden aria-label="Scenario">{"".join(selects)}</form>'
+    switch = (f'<form class="eg-scenario" aria-label="Scenario">{"".join(selects)}</form>'
               if selects else "")
+    # Controls are in place from the first paint, so revealing them shifts nothing; without
+    # JavaScript they would do nothing, so then they are not shown at all.
     return (f'<div class="eg-page" data-eg-page="{esc(page_json_url)}" data-eg-bundle="{esc(bundle_url)}">'
+            f'<noscript><style>.eg-controls, .eg-scenario {{ display: none; }}</style></noscript>'
             f'{switch}</div>\n<script src="{esc(loader_url)}" defer></script>\n')
 
 
 SWITCH_LABELS = {"accelerator": "Accelerator", "cards": "Cards", "target": "Target model", "draft": "Draft model"}
+
+
+def controls_html(fig: FigureOnPage) -> str:
+    """The figure's sliders as plain range inputs, which the loader wires to the chart.
+
+    They are in the HTML rather than drawn by Vega so that they exist, with their labels,
+    before the chart library has loaded, and so that moving one can load it.
+    """
+    items = []
+    for s in fig.request.sliders.values():
+        input_id = f"{fig.anchor}-{s.name}"
+        value = f"{s.default:.{s.decimals}f}"
+        items.append(
+            f'<div class="eg-slider"><label for="{esc(input_id)}">{esc(s.label)}</label>'
+            f'<input type="range" id="{esc(input_id)}" data-eg-param="{esc(s.name)}" min="{s.min:g}" max="{s.max:g}" '
+            f'step="{s.step:g}" value="{value}">'
+            f'<output for="{esc(input_id)}">{value}</output></div>')
+    return f'<div class="eg-controls">{"".join(items)}</div>' if items else ""
+
+
+def svg_size(svg: str) -> str:
+    """Size attributes, so the page reserves the image's space before it loads."""
+    m = re.search(r'<svg[^>]*?\swidth="(\d+(?:\.\d+)?)"[^>]*?\sheight="(\d+(?:\.\d+)?)"', svg)
+    if not m:
+        return ""
+    width, height = round(float(m.group(1))), round(float(m.group(2)))
+    # On screen the image keeps the live chart's height (Vega keeps the height and fits the
+    # width), so nothing below it moves when the chart replaces it.
+    return f' width="{width}" height="{height}" style="height: {height}px"'
+

@@ -31,7 +31,6 @@ from .html import figure_html, page_root_html
 from .staging import Staging, WarningCount
 from .numbers import NumberResult
 from .pages import PageBuild, build_page, substitute_numbers
-from .theme import THEMES
 
 log = get_plugin_logger(__name__)
 
@@ -138,7 +137,7 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
         key = digest(fig.artifacts.key, fig.scenario_map)
         stem = f"{ASSETS}/fig/{key[:16]}"
         cached = self.cache.get("files", key)
-        contents = json.loads(cached) if cached is not None else site_files(fig.artifacts, fig.scenario_map, stem, THEMES)
+        contents = json.loads(cached) if cached is not None else site_files(fig.artifacts, fig.scenario_map, stem)
         if cached is None:
             self.cache.put("files", key, dumps(contents))
         for path, text in contents.items():

@@ -10,7 +10,7 @@ def _config(fg: str, muted: str, grid: str, category: list[str]) -> dict:
     axis = {"labelColor": muted, "titleColor": fg, "gridColor": grid, "domainColor": muted,
             "tickColor": muted, "labelFontSize": 12, "titleFontSize": 12}
     return {
-        "background": None,
+        "background": "transparent",  # the page's own background shows through
         "font": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif",
         "axis": axis,
         "legend": {"labelColor": fg, "titleColor": fg, "labelFontSize": 12, "titleFontSize": 12},

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gzip
+import io
 import http.server
 import os
 import re
@@ -42,8 +44,29 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+class _Gzip(_Quiet):
+    """Compresses text responses the way GitHub Pages does, for realistic page weights."""
+
+    TEXT = (".html", ".css", ".js", ".json", ".svg", ".csv", ".xml", "/")
+
+    def send_head(self):
+        path = self.translate_path(self.path)
+        if os.path.isdir(path):
+            path = os.path.join(path, "index.html")
+        if "gzip" not in self.headers.get("Accept-Encoding", "") or not path.endswith(self.TEXT) \
+                or not os.path.isfile(path):
+            return super().send_head()
+        body = gzip.compress(Path(path).read_bytes(), mtime=0)
+        self.send_response(200)
+        self.send_header("Content-Type", self.guess_type(path))
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        return io.BytesIO(body)
+
+
 @contextlib.contextmanager
-def serve(directory: Path, prefix: str = ""):
+def serve(directory: Path, prefix: str = "", compress: bool = False):
     """Serve `directory` at http://127.0.0.1:PORT/prefix/ ; yields the base URL."""
     root = Path(directory)
     if prefix:
@@ -54,7 +77,7 @@ def serve(directory: Path, prefix: str = ""):
             target.parent.mkdir(parents=True, exist_ok=True)
             target.symlink_to(root.resolve(), target_is_directory=True)
         root = parent
-    handler = functools.partial(_Quiet, directory=str(root))
+    handler = functools.partial(_Gzip if compress else _Quiet, directory=str(root))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -75,3 +98,18 @@ def article(html: str) -> str:
 
 def numbers_in(html: str) -> list[str]:
     return re.findall(r'<span class="eg-num"[^>]*>([^<]*)</span>', html)
+
+
+def wait_for_figures(page) -> int:
+    """Bring every figure on the page into view and wait until each is a live chart.
+
+    Figures turn live as they come near the viewport, as a reader scrolls.
+    """
+    figures = page.locator(".eg-figure")
+    n = figures.count()
+    for i in range(n):
+        figures.nth(i).scroll_into_view_if_needed()
+        figures.nth(i).locator(".eg-view svg.marks").wait_for(state="visible")
+    if not n:
+        page.wait_for_load_state("networkidle")
+    return n

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import MKDOCS, REPO, copy_project, env, mkdocs_build
+from helpers import MKDOCS, REPO, copy_project, env, mkdocs_build, wait_for_figures
 
 CATALOGUE = REPO / "models" / "catalogue.yaml"
 
@@ -140,7 +140,7 @@ def test_nothing_is_injected(tmp_path, browser):
         dialogs = []
         page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
         page.goto(url)
-        page.wait_for_selector(".eg-figure.eg-live .eg-view svg.marks")
+        wait_for_figures(page)
         page.select_option("select[data-eg-switch=accelerator]", "h200")
         page.wait_for_timeout(300)
         assert dialogs == []

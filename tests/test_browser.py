@@ -1,6 +1,8 @@
 """The built site in Debian's Chromium: figures draw, sliders move them, nothing leaves 127.0.0.1."""
 from __future__ import annotations
 
+from helpers import wait_for_figures
+
 SPEC = "explainers/speculative-decoding/"
 
 
@@ -12,7 +14,7 @@ def lines_path(page) -> str:
 
 def test_acceptance_slider_redraws_lines(page, base_url):
     page.goto(base_url + SPEC)
-    page.wait_for_selector(".eg-figure.eg-live .eg-view svg.marks")
+    wait_for_figures(page)
     before = lines_path(page)
     assert before
     slider = page.locator("#fig-speedup-vs-batch").get_by_role("slider", name="Acceptance rate")
@@ -26,7 +28,7 @@ def test_acceptance_slider_redraws_lines(page, base_url):
 
 def test_prose_numbers_follow_the_slider(page, base_url):
     page.goto(base_url + SPEC)
-    page.wait_for_selector(".eg-figure.eg-live .eg-view svg.marks")
+    wait_for_figures(page)
     spans = page.locator("[data-eg-num]")
     before = spans.all_inner_texts()
     slider = page.get_by_role("slider", name="Acceptance rate").first

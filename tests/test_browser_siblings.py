@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from helpers import wait_for_figures
+
 # page -> (figure anchor, slider labels that figure binds); a figure without sliders must still draw.
 FIGURES = {
     "explainers/roofline/": [("fig-roofline", ["Prompt length (tokens)", "Decode batch (requests)"]),
@@ -19,8 +21,7 @@ DRAWING = """id => [...document.querySelectorAll('#' + id + ' .eg-view svg.marks
 
 def open_page(page, base_url, path):
     page.goto(base_url + path)
-    n = len(FIGURES[path])
-    page.wait_for_function(f"document.querySelectorAll('.eg-figure.eg-live .eg-view svg.marks').length >= {n}")
+    assert wait_for_figures(page) == len(FIGURES[path])
 
 
 @pytest.mark.parametrize("path", list(FIGURES))

@@ -1,17 +1,26 @@
-/* explainer-gen: draws precomputed figures and keeps the page's numbers in step with them.
+/* explainer-gen: brings precomputed figures to life and keeps the page's numbers in step.
  * Everything the page shows was computed at build time; this file only picks rows.
- * It runs once per browser tab, then on every page Material's instant navigation shows. */
+ *
+ * The page works before this runs: each figure is a static SVG with its controls in the
+ * HTML. This file reveals the controls, updates numbers as they move, and swaps each
+ * figure for a live Vega view when it comes near the viewport or its controls are used,
+ * one figure per task so that the page stays responsive.
+ * It runs once per tab, then on every page that Material's instant navigation shows. */
 (function () {
   "use strict";
   if (window.__explainerGen) return; // re-created by instant navigation: already running
   window.__explainerGen = true;
 
   var generation = 0; // bumps on every page change; stale async work checks it and stops
-  var figures = [];
+  var figures = []; // {el, view, url, payload, result, params: [names]}
   var page = null; // this page's JSON: switch, scenarios, sliders, numbers
   var state = null; // {scenario: key, sliders: {name: value}}
+  var observer = null;
+  var queue = [];
+  var draining = false;
   var jsonCache = new Map();
   var bundle = null;
+  var bundleUrl = null;
 
   function fetchJSON(url) {
     if (!jsonCache.has(url)) {
@@ -25,19 +34,21 @@
 
   function resolve(el, attr) { return new URL(el.getAttribute(attr), document.baseURI).href; }
 
-  function loadBundle(url) {
+  function loadBundle() {
     if (window.vegaEmbed) return Promise.resolve();
     if (!bundle) {
       bundle = new Promise(function (ok, fail) {
         var s = document.createElement("script");
-        s.src = url;
+        s.src = bundleUrl;
         s.onload = ok;
-        s.onerror = function () { bundle = null; fail(new Error("could not load " + url)); };
+        s.onerror = function () { bundle = null; fail(new Error("could not load " + bundleUrl)); };
         document.head.appendChild(s);
       });
     }
     return bundle;
   }
+
+  function nextTask() { return new Promise(function (ok) { setTimeout(ok, 0); }); }
 
   function scheme() {
     return document.body.getAttribute("data-md-color-scheme") === "slate" ? "dark" : "light";
@@ -54,10 +65,15 @@
   }
 
   // -- state and the URL --------------------------------------------------------------
+  function sliderOf(input) {
+    return { min: +input.min, step: +input.step, max: +input.max };
+  }
+
   function snap(s, value) {
-    var i = Math.round((value - s.min) / s.step);
-    i = Math.max(0, Math.min(s.count - 1, i));
-    return +(s.min + i * s.step).toFixed(s.decimals);
+    var count = Math.round((s.max - s.min) / s.step) + 1;
+    var i = Math.max(0, Math.min(count - 1, Math.round((value - s.min) / s.step)));
+    var decimals = (String(s.step).split(".")[1] || "").length;
+    return +(s.min + i * s.step).toFixed(decimals);
   }
 
   function scenarioFromSelects() {
@@ -71,11 +87,22 @@
     return page.scenarios[index] || page.default;
   }
 
+  function inputs(name) {
+    return Array.prototype.slice.call(document.querySelectorAll('.eg-controls input[data-eg-param="' + name + '"]'));
+  }
+
   function initialState() {
     var q = new URLSearchParams(location.search), sliders = {};
+    Array.prototype.forEach.call(document.querySelectorAll(".eg-controls input[data-eg-param]"), function (input) {
+      var name = input.getAttribute("data-eg-param");
+      if (name in sliders) return;
+      var v = parseFloat(q.get(name));
+      sliders[name] = isFinite(v) ? snap(sliderOf(input), v) : +input.defaultValue;
+    });
     Object.keys(page.sliders).forEach(function (name) {
+      if (name in sliders) return;
       var s = page.sliders[name], v = parseFloat(q.get(name));
-      sliders[name] = isFinite(v) ? snap(s, v) : s.default;
+      sliders[name] = isFinite(v) ? snap({ min: s.min, step: s.step, max: s.min + s.step * (s.count - 1) }, v) : s.default;
     });
     Object.keys(page.switch).forEach(function (name) {
       var sel = document.querySelector('[data-eg-switch="' + name + '"]');
@@ -85,20 +112,40 @@
     return { scenario: scenarioFromSelects(), sliders: sliders };
   }
 
+  function isDefault() {
+    if (state.scenario !== page.default) return false;
+    return Object.keys(state.sliders).every(function (name) {
+      var input = inputs(name)[0];
+      var def = input ? +input.defaultValue : (page.sliders[name] || {}).default;
+      return state.sliders[name] === def;
+    });
+  }
+
   function writeURL() {
     var q = new URLSearchParams(location.search);
     Object.keys(state.sliders).forEach(function (name) {
-      var s = page.sliders[name];
-      if (s && state.sliders[name] === s.default) q.delete(name); else q.set(name, state.sliders[name]);
+      var input = inputs(name)[0];
+      var def = input ? +input.defaultValue : (page.sliders[name] || {}).default;
+      if (state.sliders[name] === def) q.delete(name); else q.set(name, state.sliders[name]);
     });
     Object.keys(page.switch).forEach(function (name) {
       var sel = document.querySelector('[data-eg-switch="' + name + '"]');
       if (!sel) return; // only choices other than the page's default go into the URL
-      if (sel.value === String(sel.getAttribute("data-eg-default"))) q.delete(name); else q.set(name, sel.value);
+      if (sel.value === sel.getAttribute("data-eg-default")) q.delete(name); else q.set(name, sel.value);
     });
     var search = q.toString();
     var url = location.pathname + (search ? "?" + search : "") + location.hash;
     if (url !== location.pathname + location.search + location.hash) history.replaceState(history.state, "", url);
+  }
+
+  function showControls() {
+    Object.keys(state.sliders).forEach(function (name) {
+      inputs(name).forEach(function (input) {
+        input.value = state.sliders[name];
+        var out = input.parentNode.querySelector("output");
+        if (out) out.textContent = input.value;
+      });
+    });
   }
 
   // -- numbers in the prose --------------------------------------------------------------
@@ -132,42 +179,66 @@
     return fetchJSON(new URL(p.variants[key], fig.url).href);
   }
 
-  function boundParams(spec) {
-    return (spec.params || []).filter(function (p) { return p.bind; });
-  }
-
   function embed(fig, gen) {
-    return dataFor(fig).then(function (cols) {
+    return fetchJSON(fig.url).then(function (payload) {
+      fig.payload = payload;
+      return dataFor(fig);
+    }).then(function (cols) {
       if (gen !== generation) return;
-      var spec = JSON.parse(JSON.stringify(fig.payload.spec));
-      spec.datasets = Object.assign({}, spec.datasets, { table: rows(cols) });
-      boundParams(spec).forEach(function (p) {
-        if (p.name in state.sliders) p.value = state.sliders[p.name];
-      });
       if (fig.result) { fig.result.finalize(); fig.result = null; }
-      var theme = scheme();
-      fig.el.classList.add("eg-live"); // the view needs its width before vega measures it
-      return window.vegaEmbed(fig.view, spec, {
-        actions: false, renderer: "svg", config: fig.payload.themes[theme], tooltip: { theme: theme }
-      }).then(function (result) {
+      var still = fig.el.querySelector(".eg-static");
+      if (still && still.offsetHeight && !fig.view.style.minHeight) {
+        fig.view.style.minHeight = still.offsetHeight + "px"; // keep the text below in place
+      }
+      fig.el.classList.add("eg-live"); // the view needs its width before Vega measures it
+      // Compiled to Vega at build time, once per colour scheme, so nothing is compiled here.
+      // The page's own controls set the params that the Vega-Lite spec binds to range inputs.
+      var spec = JSON.parse(JSON.stringify(fig.payload.vega[scheme()]));
+      spec.data.forEach(function (d) { if (d.name === "table") d.values = rows(cols); });
+      (spec.signals || []).forEach(function (sig) {
+        if (fig.params.indexOf(sig.name) >= 0 && sig.name in state.sliders) sig.value = state.sliders[sig.name];
+      });
+      var options = { mode: "vega", actions: false, renderer: "svg", tooltip: { theme: scheme() } };
+      return window.vegaEmbed(fig.view, spec, options).then(function (result) {
         if (gen !== generation) { result.finalize(); return; }
         fig.result = result;
-        boundParams(spec).forEach(function (p) {
-          if (!(p.name in state.sliders)) state.sliders[p.name] = p.value;
-          result.view.addSignalListener(p.name, function (name, value) { onSlider(name, value, fig); });
-        });
       });
     });
   }
 
-  function onSlider(name, value, source) {
+  function schedule(fig) {
+    if (fig.queued || fig.result) return;
+    fig.queued = true;
+    queue.push(fig);
+    drain();
+  }
+
+  function drain() {
+    if (draining) return;
+    draining = true;
+    var gen = generation;
+    loadBundle().then(function step() {
+      var fig = queue.shift();
+      if (!fig || gen !== generation) { draining = false; return; }
+      return embed(fig, gen).then(nextTask).then(step); // one figure per task
+    }).catch(function (err) { draining = false; report(err); });
+  }
+
+  function onInput(event) {
+    var input = event.target, name = input.getAttribute("data-eg-param");
+    if (!name) return;
+    var value = +input.value;
     if (state.sliders[name] === value) return;
     state.sliders[name] = value;
+    inputs(name).forEach(function (other) {
+      if (other !== input) other.value = value;
+      var out = other.parentNode.querySelector("output");
+      if (out) out.textContent = other.value;
+    });
     figures.forEach(function (fig) {
-      if (fig === source || !fig.result) return;
-      if (boundParams(fig.payload.spec).some(function (p) { return p.name === name; })) {
-        fig.result.view.signal(name, value).runAsync();
-      }
+      if (fig.params.indexOf(name) < 0) return;
+      if (fig.result) fig.result.view.signal(name, value).runAsync();
+      else schedule(fig); // its static image shows the default state: bring it to life
     });
     renderNumbers();
     writeURL();
@@ -179,7 +250,7 @@
     renderNumbers();
     writeURL();
     figures.forEach(function (fig) {
-      if (!fig.result) return;
+      if (!fig.result) { schedule(fig); return; }
       dataFor(fig).then(function (cols) {
         if (gen !== generation || !fig.result) return;
         fig.result.view.data("table", rows(cols)).runAsync();
@@ -197,8 +268,11 @@
   // -- page lifecycle ------------------------------------------------------------------
   function teardown() {
     generation++;
+    if (observer) { observer.disconnect(); observer = null; }
     figures.forEach(function (fig) { if (fig.result) fig.result.finalize(); });
     figures = [];
+    queue = [];
+    draining = false;
     page = null;
     state = null;
   }
@@ -208,35 +282,44 @@
     var gen = generation;
     var root = document.querySelector(".eg-page[data-eg-page]");
     if (!root) return;
-    var els = Array.prototype.slice.call(document.querySelectorAll(".eg-figure[data-eg-figure]"));
+    bundleUrl = resolve(root, "data-eg-bundle");
     fetchJSON(resolve(root, "data-eg-page")).then(function (info) {
       if (gen !== generation) return;
       page = info;
       state = initialState();
-      var form = root.querySelector(".eg-scenario");
-      if (form) {
-        form.hidden = false;
-        form.addEventListener("change", onScenario);
-      }
-      renderNumbers();
-      if (!els.length) return;
-      return loadBundle(resolve(root, "data-eg-bundle")).then(function () {
-        if (gen !== generation) return;
-        figures = els.map(function (el) {
-          return { el: el, view: el.querySelector(".eg-view"), url: resolve(el, "data-eg-figure"), payload: null, result: null };
-        });
-        return Promise.all(figures.map(function (fig) {
-          return fetchJSON(fig.url).then(function (payload) {
-            fig.payload = payload;
-            return embed(fig, gen);
-          });
-        }));
+      figures = Array.prototype.slice.call(document.querySelectorAll(".eg-figure[data-eg-figure]")).map(function (el) {
+        var params = Array.prototype.map.call(el.querySelectorAll(".eg-controls input[data-eg-param]"),
+          function (input) { return input.getAttribute("data-eg-param"); });
+        return { el: el, view: el.querySelector(".eg-view"), url: resolve(el, "data-eg-figure"),
+                 payload: null, result: null, params: params };
       });
+      showControls();
+      root.addEventListener("change", onScenario);
+      Array.prototype.forEach.call(document.querySelectorAll(".eg-controls"), function (c) {
+        c.addEventListener("input", onInput);
+      });
+      renderNumbers();
+      var shared = !isDefault(); // a shared link: its state differs from every static image
+      if ("IntersectionObserver" in window && !shared) {
+        observer = new IntersectionObserver(function (entries) {
+          entries.forEach(function (e) {
+            if (!e.isIntersecting) return;
+            observer.unobserve(e.target);
+            figures.forEach(function (fig) { if (fig.el === e.target) schedule(fig); });
+          });
+        }, { rootMargin: "400px 0px" });
+        figures.forEach(function (fig) { observer.observe(fig.el); });
+      } else {
+        figures.forEach(schedule);
+      }
     }).catch(report);
   }
 
   new MutationObserver(retheme).observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
-  window.explainerGen = { figures: function () { return figures; }, state: function () { return state; } };
+  window.explainerGen = {
+    figures: function () { return figures.filter(function (f) { return f.result; }); },
+    state: function () { return state; }
+  };
 
   if (window.document$ && typeof window.document$.subscribe === "function") {
     window.document$.subscribe(init); // Material: fires now and after every instant navigation
