@@ -13,7 +13,7 @@ from models.yamlsource import SourceError, closest
 
 from .bibliography import Bibliography, Paper
 from .markup import card, esc, md_safe
-from .numbers import _code_spans
+from .scan import prose_matches
 
 # Anything that looks like a citation; the keys inside are checked one by one.
 CITATION = re.compile(r"\[@(?P<body>[^\[\]\n]*)\]")
@@ -30,21 +30,15 @@ class Citation:
 
 def find_citations(lines: list[str], skip: set[int], path: str) -> Iterator[Citation]:
     """Every `[@...]` outside fenced blocks (`skip`, 0-based) and code spans."""
-    for i, line in enumerate(lines):
-        if i in skip or "[@" not in line:
-            continue
-        spans = _code_spans(line)
-        for m in CITATION.finditer(line):
-            if any(a <= m.start() < b for a, b in spans):
-                continue
-            keys = []
-            for part in ("@" + m.group("body")).split(";"):
-                item = _ITEM.match(part.strip())
-                if not item:
-                    raise SourceError(path, i + 1, f"malformed citation {m.group()!r}; write [@key] or "
-                                      "[@key1; @key2]")
-                keys.append(item.group("key"))
-            yield Citation(i + 1, m.start(), m.end(), tuple(keys))
+    for line, m in prose_matches(lines, skip, CITATION, "[@"):
+        keys = []
+        for part in ("@" + m.group("body")).split(";"):
+            item = _ITEM.match(part.strip())
+            if not item:
+                raise SourceError(path, line, f"malformed citation {m.group()!r}; write [@key] or "
+                                  "[@key1; @key2]")
+            keys.append(item.group("key"))
+        yield Citation(line, m.start(), m.end(), tuple(keys))
 
 
 def check_citations(lines: list[str], skip: set[int], bib: Bibliography, path: str) -> list[str]:

@@ -14,7 +14,7 @@ from typing import Callable, Iterator
 from models.yamlsource import SourceError, SourceMap, closest, load_yaml
 
 from .markup import card, esc, md_safe
-from .numbers import _code_spans
+from .scan import prose_matches
 
 TERM_KEYS = ("term", "definition", "anchor", "aliases")
 # `[[term]]` or `[[term|shown text]]`, on one line.
@@ -123,15 +123,9 @@ class Marker:
 
 def find_markers(lines: list[str], skip: set[int]) -> Iterator[Marker]:
     """Every `[[...]]` outside fenced blocks (`skip`, 0-based line indexes) and code spans."""
-    for i, line in enumerate(lines):
-        if i in skip or "[[" not in line:
-            continue
-        spans = _code_spans(line)
-        for m in MARKER.finditer(line):
-            if any(a <= m.start() < b for a, b in spans):
-                continue
-            name, _, shown = m.group("body").partition("|")
-            yield Marker(i + 1, m.start(), m.end(), name.strip(), (shown.strip() or name.strip()))
+    for line, m in prose_matches(lines, skip, MARKER, "[["):
+        name, _, shown = m.group("body").partition("|")
+        yield Marker(line, m.start(), m.end(), name.strip(), (shown.strip() or name.strip()))
 
 
 def check_markers(lines: list[str], skip: set[int], glossary: Glossary, path: str) -> list[Term]:

@@ -18,6 +18,7 @@ from models.yamlsource import SourceError, closest
 
 from . import timing
 from .controls import Slider
+from .scan import prose_matches
 
 # `{{ expression }}` or `{{ expression | format }}`; never spans lines.
 INLINE = re.compile(r"\{\{(?P<body>[^{}\n]*?)\}\}")
@@ -80,21 +81,11 @@ class Inline:
         return (self.expr, self.fmt)
 
 
-def _code_spans(line: str) -> list[tuple[int, int]]:
-    return [m.span() for m in re.finditer(r"(`+)(?:.+?)\1", line)]
-
-
 def find_inline(lines: list[str], skip: set[int]) -> Iterator[Inline]:
     """Every inline number outside fenced blocks (`skip`, 0-based) and code spans."""
-    for i, line in enumerate(lines):
-        if i in skip or "{{" not in line:
-            continue
-        spans = _code_spans(line)
-        for m in INLINE.finditer(line):
-            if any(a <= m.start() < b for a, b in spans):
-                continue
-            expr, _, fmt = m.group("body").partition("|")
-            yield Inline(i + 1, m.start(), m.end(), expr.strip(), fmt.strip())
+    for line, m in prose_matches(lines, skip, INLINE, "{{"):
+        expr, _, fmt = m.group("body").partition("|")
+        yield Inline(line, m.start(), m.end(), expr.strip(), fmt.strip())
 
 
 @dataclass(frozen=True)

@@ -113,33 +113,33 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
                 f"{ASSETS}/page/{short_hash(file.src_uri)}.json", dumps(_page_state(page)))
         return files
 
+    def _remember(self, namespace: str, key: str, make, to_json, from_json):
+        """`make()` once per key; later builds read the JSON the first one stored."""
+        cached = self.cache.get(namespace, key)
+        if cached is not None:
+            return from_json(json.loads(cached))
+        value = make()
+        self.cache.put(namespace, key, dumps(to_json(value)))
+        return value
+
     def _figure(self, req: FigureRequest, catalogue: Catalogue, fingerprint: str) -> FigureArtifacts:
         key = digest(fingerprint, req.identity())
-        cached = self.cache.get("figures", key)
-        if cached is not None:
-            return FigureArtifacts.from_json(json.loads(cached))
-        artifacts = build_figure(req, catalogue)
-        artifacts.key = key
-        self.cache.put("figures", key, dumps(artifacts.to_json()))
-        return artifacts
+
+        def make() -> FigureArtifacts:
+            artifacts = build_figure(req, catalogue)
+            artifacts.key = key
+            return artifacts
+        return self._remember("figures", key, make, FigureArtifacts.to_json, FigureArtifacts.from_json)
 
     def _number(self, identity: dict, make, fingerprint: str) -> NumberResult:
-        key = digest(fingerprint, identity)
-        cached = self.cache.get("numbers", key)
-        if cached is not None:
-            return NumberResult(**json.loads(cached))
-        result = make()
-        self.cache.put("numbers", key, dumps(vars(result)))
-        return result
+        return self._remember("numbers", digest(fingerprint, identity), make, vars, lambda d: NumberResult(**d))
 
     def _figure_files(self, fig, add) -> dict[str, str]:
         """Add the figure's JSON, variant data, SVG and CSV; names hash what decides them."""
         key = digest(fig.artifacts.key, fig.scenario_map)
         stem = f"{ASSETS}/fig/{key[:16]}"
-        cached = self.cache.get("files", key)
-        contents = json.loads(cached) if cached is not None else site_files(fig.artifacts, fig.scenario_map, stem)
-        if cached is None:
-            self.cache.put("files", key, dumps(contents))
+        contents = self._remember("files", key, lambda: site_files(fig.artifacts, fig.scenario_map, stem),
+                                  lambda c: c, lambda c: c)
         for path, text in contents.items():
             add(path, text)
         return {"json": f"{stem}.json", "svg": f"{stem}.svg", "csv": f"{stem}.csv"}

@@ -56,8 +56,6 @@ def vocabulary(r: Resolved) -> dict[str, Callable]:
     }
 
 
-# Names that make sense without a scenario; the rest read the page's scenario.
-SCENARIO_FREE = frozenset({"E", "min", "max"})
 
 
 SHAPE_FIELDS = ("layers", "hidden", "heads", "kv_heads", "head_dim")
