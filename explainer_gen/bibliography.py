@@ -5,6 +5,8 @@ what the paper gives this site. Nothing here knows about MkDocs.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,6 +112,7 @@ def load_bibliography(path: Path, display: str) -> Bibliography:
     return parse_bibliography(path.read_text(encoding="utf-8"), display)
 
 
+@lru_cache(maxsize=8)  # parsing BibTeX is the slow part of a rebuild; the text rarely changes
 def parse_bibliography(text: str, display: str) -> Bibliography:
     library = bibtexparser.parse_string(
         text, append_middleware=[mw.LatexDecodingMiddleware(), mw.SeparateCoAuthors(), mw.SplitNameParts()])

@@ -35,6 +35,8 @@ from .pages import PageBuild, build_page, substitute_numbers
 log = get_plugin_logger(__name__)
 
 ASSETS = "assets/explainer"
+# Cache entries already decoded in this process, by (namespace, key); values are read-only.
+_MEMORY: dict[tuple[str, str], object] = {}
 CSS_PATH = f"{ASSETS}/explainer.css"
 
 
@@ -114,12 +116,21 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
         return files
 
     def _remember(self, namespace: str, key: str, make, to_json, from_json):
-        """`make()` once per key; later builds read the JSON the first one stored."""
+        """`make()` once per key; later builds read the JSON the first one stored.
+
+        Within one process (`mkdocs serve`) the decoded value is kept too.
+        """
+        if (namespace, key) in _MEMORY:
+            return _MEMORY[namespace, key]
         cached = self.cache.get(namespace, key)
         if cached is not None:
-            return from_json(json.loads(cached))
-        value = make()
-        self.cache.put(namespace, key, dumps(to_json(value)))
+            value = from_json(json.loads(cached))
+        else:
+            value = make()
+            self.cache.put(namespace, key, dumps(to_json(value)))
+        if len(_MEMORY) > 4096:
+            _MEMORY.clear()
+        _MEMORY[namespace, key] = value
         return value
 
     def _figure(self, req: FigureRequest, catalogue: Catalogue, fingerprint: str) -> FigureArtifacts:

@@ -6,6 +6,7 @@ Author-facing errors must name a file and a line, so every mapping loaded here i
 from __future__ import annotations
 
 import difflib
+from functools import lru_cache
 from typing import Any
 
 import yaml
@@ -51,10 +52,13 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> SourceMap:
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
+@lru_cache(maxsize=512)
 def load_yaml(text: str, path: str, first_line: int = 1) -> Any:
     """Parse YAML; on a syntax error raise SourceError at the offending line.
 
     `first_line` is the line in `path` where `text` starts, for YAML embedded in Markdown.
+    Results are shared between callers (a rebuild reads the same front matter again), so
+    treat them as read-only.
     """
     try:
         data = yaml.load(text, Loader=_Loader)  # noqa: S506 - SafeLoader subclass
