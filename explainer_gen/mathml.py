@@ -7,11 +7,21 @@ from latex2mathml.converter import convert
 from pymdownx.superfences import SuperFencesException
 
 
-def math_format(source, language, class_name, options, md, **kwargs) -> str:
+def to_mathml(source: str) -> str:
+    """MathML for a LaTeX formula; ValueError, naming the formula, if it cannot be read."""
     try:
-        mathml = convert(source.strip(), display="block")
+        return convert(source.strip(), display="block")
     except Exception as exc:  # latex2mathml raises many exception types for bad input
-        raise SuperFencesException(f"math fence could not be converted: {exc}: {source!r}") from exc
+        detail = str(exc) or type(exc).__name__
+        raise ValueError(f"math fence {source.strip()!r} is not valid LaTeX ({detail})") from None
+
+
+def math_format(source, language, class_name, options, md, **kwargs) -> str:
+    # The plugin checked every math fence with file and line already; this is the render.
+    try:
+        mathml = to_mathml(source)
+    except ValueError as exc:
+        raise SuperFencesException(str(exc)) from None
     return f'<div class="eg-math" role="math" aria-label="{html.escape(source.strip())}">{mathml}</div>'
 
 

@@ -13,6 +13,7 @@ from typing import Any, Callable
 from models.catalogue import Catalogue
 from models.yamlsource import SourceError, SourceMap, closest, load_yaml
 
+from . import mathml
 from .artifacts import FigureArtifacts, FigureRequest
 from .controls import SCENARIO_FIELDS, Scenario, Slider, check_scenario_value, expect_mapping, parse_scenario, parse_sliders
 from .figures import REGISTRY
@@ -30,10 +31,15 @@ class Fence:
     line: int       # 1-based line of the opening fence
     body: str       # dedented content
     body_line: int  # 1-based line of the first content line
+    lang: str = FENCE_NAME
+
+
+# Fences whose content this package renders, and so must check before MkDocs does.
+CHECKED_FENCES = (FENCE_NAME, mathml.FENCE["name"])
 
 
 def scan_fences(lines: list[str]) -> tuple[list[Fence], set[int]]:
-    """Explainer fences, and the 0-based indexes of every line inside any fence."""
+    """Explainer and math fences, and the 0-based indexes of every line inside any fence."""
     fences, inside, i = [], set(), 0
     while i < len(lines):
         m = _FENCE_OPEN.match(lines[i])
@@ -46,11 +52,12 @@ def scan_fences(lines: list[str]) -> tuple[list[Fence], set[int]]:
         while j < len(lines) and not close.match(lines[j]):
             j += 1
         inside.update(range(i, min(j + 1, len(lines))))
-        if m.group("lang") == FENCE_NAME:
+        lang = m.group("lang")
+        if lang in CHECKED_FENCES:
             if j >= len(lines):
-                raise SourceError("", i + 1, f"the {FENCE_NAME} fence opened here is never closed")
+                raise SourceError("", i + 1, f"the {lang} fence opened here is never closed")
             body = "\n".join(l[len(indent):] if l.startswith(indent) else l for l in lines[i + 1:j])
-            fences.append(Fence(i + 1, body, i + 2))
+            fences.append(Fence(i + 1, body, i + 2, lang))
         i = j + 1
     return fences, inside
 
@@ -182,8 +189,14 @@ def build_page(source: str, path: str, catalogue: Catalogue,
     inside.update(range(offset))
     page = PageBuild(path, controls)
 
-    anchors: dict[str, int] = {}
     for fence in fences:
+        if fence.lang == mathml.FENCE["name"]:
+            try:
+                mathml.to_mathml(fence.body)
+            except ValueError as exc:
+                raise SourceError(path, fence.line, str(exc)) from None
+    anchors: dict[str, int] = {}
+    for fence in (f for f in fences if f.lang == FENCE_NAME):
         request, scenario_map = parse_figure(fence, path, controls, catalogue)
         n = anchors[request.kind] = anchors.get(request.kind, 0) + 1
         anchor = f"fig-{request.kind}" + (f"-{n}" if n > 1 else "")
