@@ -30,8 +30,8 @@ class SourceMap(dict):
         return self.key_lines.get(key, self.line)
 
 
-class _Loader(yaml.SafeLoader):
-    pass
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    """Safe loading; libyaml's parser when present (its nodes carry line marks too)."""
 
 
 def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> SourceMap:
@@ -64,6 +64,8 @@ def load_yaml(text: str, path: str, first_line: int = 1) -> Any:
         data = yaml.load(text, Loader=_Loader)  # noqa: S506 - SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
+        if exc.context_mark is not None and (mark is None or mark.index >= len(text.rstrip())):
+            mark = exc.context_mark  # found only at the end: point at what was left open
         line = first_line + (mark.line if mark else 0)
         raise SourceError(path, line, f"invalid YAML: {exc.problem or exc}") from None
     _shift(data, first_line - 1)
