@@ -18,7 +18,7 @@ from .artifacts import FigureArtifacts, FigureRequest
 from .controls import SCENARIO_FIELDS, Scenario, Slider, check_scenario_value, expect_mapping, parse_scenario, parse_sliders
 from .figures import REGISTRY
 from .numbers import Expr, NumberResult, compute_number, find_inline, parse_expr, parse_format
-from .vocabulary import vocabulary
+from .vocabulary import SCENARIO_FREE, vocabulary
 
 FENCE_NAME = "explainer"
 _FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*\{?[ \t]*\.?(?P<lang>[\w-]*)")
@@ -221,8 +221,11 @@ def build_page(source: str, path: str, catalogue: Catalogue,
         fmt = parse_format(item.fmt, path, item.line)
         number_id = f"n{len(page.numbers)}"
         identity = {"expr": item.expr, "fmt": item.fmt, "id": number_id, "controls": controls.identity()}
+        # A number that reads no scenario needs one evaluation, whatever the switch offers.
+        free = expr.calls <= SCENARIO_FREE
         page.numbers[item.key] = remember(identity, lambda: compute_number(
-            item, number_id, expr, fmt, controls.sliders, envs, path, default_env))
+            item, number_id, expr, fmt, controls.sliders, [envs[default_env]] if free else envs, path,
+            0 if free else default_env))
     return page
 
 

@@ -149,3 +149,11 @@ def check_vocabulary() -> dict[str, Callable]:
         "chen": chen,
         "sampler": sampler,
     }
+
+
+# Functions whose value does not depend on the page's scenario: an inline number that calls
+# only these (and names only sliders) is evaluated once, not once per scenario choice.
+SCENARIO_FREE = frozenset({"E", "min", "max", "timeline_tokens", "ridge_of", "requests", "mean_tokens",
+                           "max_tokens", "kv_reserve", "kv_bytes_of", "published", "walltime",
+                           "ops_increase", "leviathan", "chen", "sampler"})
+

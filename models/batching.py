@@ -12,6 +12,7 @@ difference between the two is how full the slots are kept. Prefill is left out.
 from __future__ import annotations
 
 import heapq
+from functools import lru_cache
 from dataclasses import dataclass
 
 import numpy as np
@@ -125,9 +126,14 @@ def continuous(lengths: np.ndarray, batch: int, acc: Accelerator, model: LLM, ca
 SCHEDULERS = {"static": static, "continuous": continuous}
 
 
+@lru_cache(maxsize=4096)
 def simulate(scheduler: str, batch: int, spread: float, acc: Accelerator, model: LLM, cards,
              n: int = N_REQUESTS, mean: float = MEAN_TOKENS, seed: int = SEED) -> Run:
-    """Run the seeded request set at `spread` through one scheduler with `batch` slots."""
+    """Run the seeded request set at `spread` through one scheduler with `batch` slots.
+
+    Deterministic, so memoised: a page's figure and its prose ask for the same runs.
+    The returned Run is shared; treat it as read-only.
+    """
     return SCHEDULERS[scheduler](output_lengths(spread, n, mean, seed), int(batch), acc, model, cards)
 
 
