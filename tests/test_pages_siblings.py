@@ -223,7 +223,7 @@ def test_kv_numbers(site, cat, scenario):
         show(ctx, ",d"), show(per_token * ctx, ".2f", "GB"),
         show(n, "d"), show(n * acc.memory_bytes, ",.0f", "GB"), show(kvcache.RESERVE, ".0%"),
         show(target.weight_bytes(), ",.0f", "GB"), show(budget, ",.0f", "GB"), show(budget / per_token, ",.0f"),
-        show(slots(n), "d"), show(slots(n - 1), "d"), show(slots(n + 1), "d"),
+        show(slots(n), "d"), show(slots(2), "d"), show(slots(8), "d"), show(slots(8) / max(slots(2), 1), ".1f"),
         show(draft.weight_bytes(), ".1f", "GB"), show(kvcache.bytes_per_token(draft), ",.0f", "B"),
         show(cost, "d"), show(slots(n), "d"), show(cost / slots(n), ".0%"),
         show(target.heads, ".0f"), show(target.kv_heads, ".0f"), show(target.heads / target.kv_heads, ".0f", "x"),
