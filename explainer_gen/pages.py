@@ -209,7 +209,7 @@ def build_page(source: str, path: str, catalogue: Catalogue,
 
     envs = []
     for scenario in controls.grid():
-        env = vocabulary(scenario.resolve(catalogue))
+        env = vocabulary(scenario.resolve(catalogue), catalogue)
         env["__scenario__"] = scenario.key
         envs.append(env)
     functions = {k for k in envs[0] if not k.startswith("__")}

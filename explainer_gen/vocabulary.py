@@ -10,13 +10,13 @@ from typing import Callable
 import numpy as np
 
 from models import roofline, speculative
-from models.catalogue import LLM
+from models.catalogue import LLM, Catalogue
 
 from .controls import Resolved
 from .figures import tokens
 
 
-def vocabulary(r: Resolved) -> dict[str, Callable]:
+def vocabulary(r: Resolved, catalogue: Catalogue) -> dict[str, Callable]:
     """Name -> function for inline numbers under scenario `r`."""
     acc, cards = r.acc, r.cards
 
@@ -50,7 +50,7 @@ def vocabulary(r: Resolved) -> dict[str, Callable]:
         **check_vocabulary(),
         "timeline_tokens": lambda: tokens.N_TOKENS,
         "name": lambda which="accelerator": acc.name if which == "accelerator" else model(which).name,
-        **sibling_vocabulary(r),
+        **sibling_vocabulary(r, catalogue),
         "min": np.minimum,
         "max": np.maximum,
     }
@@ -61,15 +61,15 @@ def vocabulary(r: Resolved) -> dict[str, Callable]:
 SHAPE_FIELDS = ("layers", "hidden", "heads", "kv_heads", "head_dim")
 
 
-def sibling_vocabulary(r: Resolved) -> dict[str, Callable]:
+def sibling_vocabulary(r: Resolved, catalogue: Catalogue) -> dict[str, Callable]:
     """Terms for the roofline, batching and KV-cache pages, under scenario `r`."""
-    from models import batching, kvcache, load_catalogue, papers
+    from models import batching, kvcache, papers
 
     acc, cards = r.acc, r.cards
 
     def ridge_of(key: str):
-        # Every accelerator, not just the scenario's: read from the shipped catalogue.
-        return load_catalogue().accelerator(key).ridge
+        # Any accelerator in the site's catalogue, not just the scenario's.
+        return catalogue.accelerator(key).ridge
 
     def published(paper: str, field: str):
         # A figure a paper reports, from models/published.yaml, so that no number is typed in prose.
@@ -99,7 +99,7 @@ def sibling_vocabulary(r: Resolved) -> dict[str, Callable]:
         "kv_budget": lambda n=cards, draft=0: kvcache.cache_budget(acc, r.target, n, r.draft if draft else None),
         "draft_slots": lambda context, n=cards: kvcache.draft_cost(acc, r.target, r.draft, n, context),
         "kv_reserve": lambda: kvcache.RESERVE,
-        "kv_bytes_of": lambda key: kvcache.bytes_per_token(load_catalogue().model(key)),
+        "kv_bytes_of": lambda key: kvcache.bytes_per_token(catalogue.model(key)),
         # A catalogue shape field (layers, heads, kv_heads, head_dim, hidden) of the target or draft.
         "shape": shape,
         "published": published,
