@@ -94,6 +94,7 @@ def slider_latency(site: Path, moves: int = 50) -> dict:
             if 'data-eg-figure="' not in html_path.read_text():
                 continue
             page.goto(base + ("" if rel == "." else rel + "/"))
+            page.locator(".eg-figure").first.hover()  # a figure goes live when a reader reaches for it
             page.wait_for_selector(".eg-figure.eg-live input[type=range]")
             page.wait_for_timeout(300)
             times = sorted(page.evaluate(script, moves))

@@ -22,7 +22,7 @@ from models.yamlsource import SourceError
 from . import timing
 from .controls import Resolved, Scenario, Slider
 from .figures import REGISTRY, TableView
-from .theme import LIGHT, THEMES
+from .theme import DARK, LIGHT, THEMES
 
 VL_VERSION = "6.4"  # the bundle's Vega-Lite; equal to altair's SCHEMA_VERSION (major.minor)
 SVG_WIDTH = 640
@@ -58,16 +58,17 @@ class FigureArtifacts:
     alt: str
     sizes: dict[str, int] = field(default_factory=dict)  # scenario key -> gzip bytes
     key: str = ""  # the cache key of the request that made these
+    svg_dark: str = ""  # the same image in the dark scheme, on the page's own background
     vega: dict[str, dict] = field(default_factory=dict)  # theme -> the spec compiled to Vega for the page
 
     def to_json(self) -> dict:
         return {"key": self.key, "vega": self.vega, "kind": self.kind, "spec": self.spec, "data": self.data, "default": self.default,
-                "svg": self.svg, "csv": self.csv, "alt": self.alt, "sizes": self.sizes,
+                "svg": self.svg, "svg_dark": self.svg_dark, "csv": self.csv, "alt": self.alt, "sizes": self.sizes,
                 "table": {"caption": self.table.caption, "headers": self.table.headers, "rows": self.table.rows}}
 
     @classmethod
     def from_json(cls, d: dict) -> "FigureArtifacts":
-        return cls(key=d["key"], vega=d["vega"], kind=d["kind"], spec=d["spec"], data=d["data"], default=d["default"], svg=d["svg"],
+        return cls(key=d["key"], vega=d["vega"], kind=d["kind"], spec=d["spec"], data=d["data"], default=d["default"], svg=d["svg"], svg_dark=d["svg_dark"],
                    csv=d["csv"], alt=d["alt"], sizes=d["sizes"], table=TableView(**d["table"]))
 
 
@@ -147,6 +148,7 @@ def build_figure(req: FigureRequest, catalogue: Catalogue) -> FigureArtifacts:
         kind=req.kind, spec=spec, data=data, default=req.scenarios[0].key,
         vega={name: compile_for_page(spec, theme) for name, theme in THEMES.items()},
         svg=render_svg(spec, data[req.scenarios[0].key]),
+        svg_dark=render_svg(spec, data[req.scenarios[0].key], DARK, "transparent"),
         csv=_csv(default_cols, kind.columns, default_resolved),
         table=kind.table(default_cols, default_resolved, req.sliders),
         alt=spec["description"], sizes=sizes,
@@ -171,12 +173,13 @@ def compile_for_page(spec: dict, theme: dict) -> dict:
     return vlc.vegalite_to_vega(page, vl_version=VL_VERSION)
 
 
-def render_svg(spec: dict, columns: dict[str, list]) -> str:
-    """The default slider state as a static, light-themed SVG for no-JS readers and print."""
+def render_svg(spec: dict, columns: dict[str, list], theme: dict = LIGHT, background: str = "white") -> str:
+    """The default slider state as a static SVG: what readers see until a figure comes alive,
+    without JavaScript, and in print (always light, on white)."""
     static = copy.deepcopy(spec)
     static["datasets"] = {**static.get("datasets", {}), "table": rows_of(columns)}
-    static.update(width=SVG_WIDTH, autosize={"type": "pad"}, background="white")
-    static["config"] = {**LIGHT, **static.get("config", {}), "background": "white"}
+    static.update(width=SVG_WIDTH, autosize={"type": "pad"}, background=background)
+    static["config"] = {**static.get("config", {}), **theme, "background": background}
     return vlc.vegalite_to_svg(static, vl_version=VL_VERSION)
 
 
@@ -196,5 +199,6 @@ def site_files(a: FigureArtifacts, scenario_map: dict[str, str], stem: str) -> d
                "variants": variants, "map": scenario_map}
     files[f"{stem}.json"] = dumps(payload)
     files[f"{stem}.svg"] = a.svg
+    files[f"{stem}-dark.svg"] = a.svg_dark
     files[f"{stem}.csv"] = a.csv
     return files

@@ -13,7 +13,9 @@ esc = lambda s: html.escape(str(s), quote=True)  # noqa: E731
 def figure_html(fig: FigureOnPage, url: Callable[[str], str], files: dict[str, str]) -> str:
     """The figure: live view slot, static SVG, data table and CSV link.
 
-    `files` maps 'json', 'svg' and 'csv' to site paths; `url` makes them page-relative.
+    `files` maps 'json', 'svg', 'svg_dark' and 'csv' to site paths; `url` makes them page-relative.
+    Of the two static images only the one for the current scheme displays, and lazy images
+    that do not display are never fetched.
     """
     a = fig.artifacts
     t = a.table
@@ -26,7 +28,10 @@ def figure_html(fig: FigureOnPage, url: Callable[[str], str], files: dict[str, s
         f'data-eg-figure="{esc(url(files["json"]))}">'
         f'<figcaption id="{cap_id}">{esc(fig.request.caption)}</figcaption>'
         f'<div class="eg-view" role="group" aria-label="{esc("Interactive chart: " + fig.request.caption)}"></div>'
-        f'<img class="eg-static" src="{esc(url(files["svg"]))}" alt="{esc(a.alt)}"{svg_size(a.svg)} loading="lazy">'
+        f'<img class="eg-static eg-static-light" src="{esc(url(files["svg"]))}" alt="{esc(a.alt)}"'
+        f'{svg_size(a.svg)} loading="lazy">'
+        f'<img class="eg-static eg-static-dark" src="{esc(url(files["svg_dark"]))}" alt="{esc(a.alt)}"'
+        f'{svg_size(a.svg_dark)} loading="lazy">'
         f'{controls_html(fig)}'
         f'<details class="eg-data"><summary>Data table</summary>'
         f'<div class="eg-table-wrap"><table><caption>{esc(t.caption)}</caption><thead><tr>{head}</tr></thead>'

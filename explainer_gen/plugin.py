@@ -153,7 +153,7 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
                                   lambda c: c, lambda c: c)
         for path, text in contents.items():
             add(path, text)
-        return {"json": f"{stem}.json", "svg": f"{stem}.svg", "csv": f"{stem}.csv"}
+        return {"json": f"{stem}.json", "svg": f"{stem}.svg", "svg_dark": f"{stem}-dark.svg", "csv": f"{stem}.csv"}
 
     # -- render: swap in what was computed --
     def on_page_markdown(self, markdown: str, *, page, config: MkDocsConfig, files: Files) -> str | None:

@@ -101,14 +101,12 @@ def numbers_in(html: str) -> list[str]:
 
 
 def wait_for_figures(page) -> int:
-    """Bring every figure on the page into view and wait until each is a live chart.
-
-    Figures turn live as they come near the viewport, as a reader scrolls.
-    """
+    """Reach for every figure on the page, as a reader's pointer does, and wait until each
+    is a live chart (until then each shows its static image)."""
     figures = page.locator(".eg-figure")
     n = figures.count()
     for i in range(n):
-        figures.nth(i).scroll_into_view_if_needed()
+        figures.nth(i).hover()
         figures.nth(i).locator(".eg-view svg.marks").wait_for(state="visible")
     if not n:
         page.wait_for_load_state("networkidle")

@@ -70,7 +70,7 @@ def test_figure_has_svg_table_and_csv(site, name, anchor):
     html, payload, _ = figure(site, name, anchor)
     block = re.search(rf'<figure class="eg-figure" id="{anchor}".*?</figure>', html, re.S).group(0)
     base = site / "explainers" / name
-    svg = re.search(r'<img class="eg-static" src="([^"]+)"', block).group(1)
+    svg = re.search(r'<img class="eg-static eg-static-light" src="([^"]+)"', block).group(1)
     assert (base / svg).read_text().startswith("<svg")
     table = re.search(r"<table>.*?</table>", block, re.S).group(0)
     assert len(re.findall(r'<th scope="row">', table)) >= 2

@@ -119,7 +119,7 @@ def test_without_javascript_static_figures_and_default_numbers(browser, base_url
         page.goto(base_url + path)
         html = (site / path / "index.html").read_text()
         for fig in page.locator(".eg-figure").all():
-            img = fig.locator("img.eg-static")
+            img = fig.locator("img.eg-static-light")
             assert img.is_visible()
             img.scroll_into_view_if_needed()
             page.wait_for_function("e => e.complete && e.naturalWidth > 0", arg=img.element_handle())
@@ -138,7 +138,8 @@ def test_print_shows_svgs_and_hides_controls(browser, base_url, site):
     wait_for_figures(page)
     page.emulate_media(media="print")
     for fig in page.locator(".eg-figure").all():
-        assert fig.locator("img.eg-static").is_visible()
+        assert fig.locator("img.eg-static-light").is_visible()
+        assert not fig.locator("img.eg-static-dark").is_visible()
         assert not fig.locator(".eg-view").is_visible()
     assert all(not e.is_visible() for e in page.locator("input[type=range], .eg-scenario").all())
     context.close()
@@ -253,3 +254,26 @@ def test_site_works_under_a_subpath(browser, tmp_path):
             assert all(u.startswith(url) for _, u in responses if not u.startswith("data:")), responses
             page.close()
         context.close()
+
+
+def test_vega_loads_only_when_a_reader_reaches_for_a_figure(browser, base_url):
+    context = browser.new_context(color_scheme="dark")
+    page = context.new_page()
+    requested = []
+    page.on("request", lambda r: requested.append(r.url))
+    page.goto(base_url + "explainers/speculative-decoding/")
+    page.wait_for_load_state("networkidle")
+    assert not [u for u in requested if "/vega-" in u]
+    first = page.locator(".eg-figure").first
+    # Until then each figure is its static image, in the reader's colour scheme.
+    assert first.locator("img.eg-static-dark").is_visible()
+    assert not first.locator("img.eg-static-light").is_visible()
+    # The controls already drive the prose.
+    before = page.locator("[data-eg-num]").all_inner_texts()
+    slider = first.get_by_role("slider", name="Acceptance rate")
+    slider.focus()
+    page.keyboard.press("ArrowLeft")
+    assert page.locator("[data-eg-num]").all_inner_texts() != before
+    first.locator(".eg-view svg.marks").wait_for(state="visible")
+    assert [u for u in requested if "/vega-" in u]
+    context.close()

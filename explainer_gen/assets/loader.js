@@ -1,10 +1,11 @@
 /* explainer-gen: brings precomputed figures to life and keeps the page's numbers in step.
  * Everything the page shows was computed at build time; this file only picks rows.
  *
- * The page works before this runs: each figure is a static SVG with its controls in the
- * HTML. This file reveals the controls, updates numbers as they move, and swaps each
- * figure for a live Vega view when it comes near the viewport or its controls are used,
- * one figure per task so that the page stays responsive.
+ * The page works before this runs: each figure is a static SVG (one per colour scheme)
+ * with its controls in the HTML. This file wires the controls to the prose numbers and the
+ * URL, and swaps a figure for a live Vega view only when a reader reaches for it (pointer,
+ * focus, touch, a control, a scenario change, or a shared link's state), one figure per
+ * task, so a reader who only reads never pays for Vega.
  * It runs once per tab, then on every page that Material's instant navigation shows. */
 (function () {
   "use strict";
@@ -15,7 +16,7 @@
   var figures = []; // {el, view, url, payload, result, params: [names]}
   var page = null; // this page's JSON: switch, scenarios, sliders, numbers
   var state = null; // {scenario: key, sliders: {name: value}}
-  var observer = null;
+  var INTENT = ["pointerenter", "focusin", "touchstart"]; // a reader reaching for a figure
   var queue = [];
   var draining = false;
   var jsonCache = new Map();
@@ -186,7 +187,7 @@
     }).then(function (cols) {
       if (gen !== generation) return;
       if (fig.result) { fig.result.finalize(); fig.result = null; }
-      var still = fig.el.querySelector(".eg-static");
+      var still = Array.prototype.find.call(fig.el.querySelectorAll(".eg-static"), function (e) { return e.offsetHeight; });
       if (still && still.offsetHeight && !fig.view.style.minHeight) {
         fig.view.style.minHeight = still.offsetHeight + "px"; // keep the text below in place
       }
@@ -268,7 +269,6 @@
   // -- page lifecycle ------------------------------------------------------------------
   function teardown() {
     generation++;
-    if (observer) { observer.disconnect(); observer = null; }
     figures.forEach(function (fig) { if (fig.result) fig.result.finalize(); });
     figures = [];
     queue = [];
@@ -299,18 +299,15 @@
         c.addEventListener("input", onInput);
       });
       renderNumbers();
-      var shared = !isDefault(); // a shared link: its state differs from every static image
-      if ("IntersectionObserver" in window && !shared) {
-        observer = new IntersectionObserver(function (entries) {
-          entries.forEach(function (e) {
-            if (!e.isIntersecting) return;
-            observer.unobserve(e.target);
-            figures.forEach(function (fig) { if (fig.el === e.target) schedule(fig); });
-          });
-        }, { rootMargin: "400px 0px" });
-        figures.forEach(function (fig) { observer.observe(fig.el); });
+      if (!isDefault()) {
+        figures.forEach(schedule); // a shared link: its state differs from every static image
       } else {
-        figures.forEach(schedule);
+        // Until a reader reaches for a figure, its static image is the chart: no Vega needed.
+        figures.forEach(function (fig) {
+          INTENT.forEach(function (type) {
+            fig.el.addEventListener(type, function () { schedule(fig); }, { once: true, passive: true });
+          });
+        });
       }
     }).catch(report);
   }
