@@ -6,11 +6,13 @@ precomputed data, the static SVG, the CSV and the default-state table.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import csv
 import gzip
 import io
 import json
 import math
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -49,27 +51,39 @@ class FigureRequest:
 @dataclass
 class FigureArtifacts:
     kind: str
-    spec: dict
-    data: dict[str, dict[str, list]]  # scenario key -> columns
-    default: str
-    svg: str
-    csv: str
+    default: str                      # the default scenario's key
     table: TableView
     alt: str
-    sizes: dict[str, int] = field(default_factory=dict)  # scenario key -> gzip bytes
-    key: str = ""  # the cache key of the request that made these
-    svg_dark: str = ""  # the same image in the dark scheme, on the page's own background
-    vega: dict[str, dict] = field(default_factory=dict)  # theme -> the spec compiled to Vega for the page
+    sizes: dict[str, int]             # scenario key -> gzip bytes of its data
+    image_size: tuple[int, int]       # the static SVGs' width and height
+    key: str = ""                     # the cache key of the request that made these
+    # The heavy part, needed only to write the site files (empty when read back light):
+    spec: dict = field(default_factory=dict)
+    data: dict[str, dict[str, list]] = field(default_factory=dict)  # scenario key -> columns
+    vega: dict[str, dict] = field(default_factory=dict)  # theme -> the spec compiled to Vega
+    svg: str = ""
+    svg_dark: str = ""                # the same image in the dark scheme, on the page's background
+    csv: str = ""
 
-    def to_json(self) -> dict:
-        return {"key": self.key, "vega": self.vega, "kind": self.kind, "spec": self.spec, "data": self.data, "default": self.default,
-                "svg": self.svg, "svg_dark": self.svg_dark, "csv": self.csv, "alt": self.alt, "sizes": self.sizes,
-                "table": {"caption": self.table.caption, "headers": self.table.headers, "rows": self.table.rows}}
+    HEAVY = ("spec", "data", "vega", "svg", "svg_dark", "csv")
+
+    def to_json(self, light: bool = False) -> dict:
+        """Everything, or (`light`) only what the page's HTML needs."""
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+             if not (light and f.name in self.HEAVY)}
+        d["table"] = vars(self.table)
+        return d
+
+    def light_json(self) -> dict:
+        return self.to_json(light=True)
+
+    @property
+    def heavy(self) -> bool:
+        return bool(self.spec)
 
     @classmethod
     def from_json(cls, d: dict) -> "FigureArtifacts":
-        return cls(key=d["key"], vega=d["vega"], kind=d["kind"], spec=d["spec"], data=d["data"], default=d["default"], svg=d["svg"], svg_dark=d["svg_dark"],
-                   csv=d["csv"], alt=d["alt"], sizes=d["sizes"], table=TableView(**d["table"]))
+        return cls(**{**d, "table": TableView(**d["table"]), "image_size": tuple(d["image_size"])})
 
 
 def dumps(obj) -> str:
@@ -144,10 +158,11 @@ def build_figure(req: FigureRequest, catalogue: Catalogue) -> FigureArtifacts:
     spec = kind.chart(req.sliders).to_dict()  # altair validates against the Vega-Lite schema here
     spec.update(width="container", autosize={"type": "fit-x", "contains": "padding"},
                 description=kind.describe(default_cols, default_resolved, req.sliders))
+    svg = render_svg(spec, data[req.scenarios[0].key])
     return FigureArtifacts(
         kind=req.kind, spec=spec, data=data, default=req.scenarios[0].key,
         vega={name: compile_for_page(spec, theme) for name, theme in THEMES.items()},
-        svg=render_svg(spec, data[req.scenarios[0].key]),
+        svg=svg, image_size=svg_size(svg),
         svg_dark=render_svg(spec, data[req.scenarios[0].key], DARK, "transparent"),
         csv=_csv(default_cols, kind.columns, default_resolved),
         table=kind.table(default_cols, default_resolved, req.sliders),
@@ -171,6 +186,11 @@ def compile_for_page(spec: dict, theme: dict) -> dict:
     page["datasets"] = {**page.get("datasets", {}), "table": []}
     page["config"] = {**page.get("config", {}), **theme}
     return vlc.vegalite_to_vega(page, vl_version=VL_VERSION)
+
+
+def svg_size(svg: str) -> tuple[int, int]:
+    m = re.search(r'<svg[^>]*?\swidth="(\d+(?:\.\d+)?)"[^>]*?\sheight="(\d+(?:\.\d+)?)"', svg)
+    return (round(float(m.group(1))), round(float(m.group(2)))) if m else (0, 0)
 
 
 def render_svg(spec: dict, columns: dict[str, list], theme: dict = LIGHT, background: str = "white") -> str:

@@ -68,6 +68,13 @@ class DiskCache:
         self.hits += 1
         return text
 
+    def path(self, namespace: str, key: str) -> Path | None:
+        """Where an entry lives on disk, if caching is on and the entry exists."""
+        if self.root is None:
+            return None
+        path = self.root / namespace / key
+        return path if path.is_file() else None
+
     def put(self, namespace: str, key: str, text: str) -> None:
         if self.root is None:
             return

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import html
-import re
 from typing import Callable
 
+from .artifacts import FigureArtifacts
 from .pages import FigureOnPage, PageBuild
 
 esc = lambda s: html.escape(str(s), quote=True)  # noqa: E731
@@ -29,9 +29,9 @@ def figure_html(fig: FigureOnPage, url: Callable[[str], str], files: dict[str, s
         f'<figcaption id="{cap_id}">{esc(fig.request.caption)}</figcaption>'
         f'<div class="eg-view" role="group" aria-label="{esc("Interactive chart: " + fig.request.caption)}"></div>'
         f'<img class="eg-static eg-static-light" src="{esc(url(files["svg"]))}" alt="{esc(a.alt)}"'
-        f'{svg_size(a.svg)} loading="lazy">'
+        f'{image_size(a)} loading="lazy">'
         f'<img class="eg-static eg-static-dark" src="{esc(url(files["svg_dark"]))}" alt="{esc(a.alt)}"'
-        f'{svg_size(a.svg_dark)} loading="lazy">'
+        f'{image_size(a)} loading="lazy">'
         f'{controls_html(fig)}'
         f'<details class="eg-data"><summary>Data table</summary>'
         f'<div class="eg-table-wrap"><table><caption>{esc(t.caption)}</caption><thead><tr>{head}</tr></thead>'
@@ -85,13 +85,11 @@ def controls_html(fig: FigureOnPage) -> str:
     return f'<div class="eg-controls">{"".join(items)}</div>' if items else ""
 
 
-def svg_size(svg: str) -> str:
+def image_size(a: FigureArtifacts) -> str:
     """Size attributes, so the page reserves the image's space before it loads."""
-    m = re.search(r'<svg[^>]*?\swidth="(\d+(?:\.\d+)?)"[^>]*?\sheight="(\d+(?:\.\d+)?)"', svg)
-    if not m:
+    width, height = a.image_size
+    if not height:
         return ""
-    width, height = round(float(m.group(1))), round(float(m.group(2)))
     # On screen the image keeps the live chart's height (Vega keeps the height and fits the
     # width), so nothing below it moves when the chart replaces it.
     return f' width="{width}" height="{height}" style="height: {height}px"'
-

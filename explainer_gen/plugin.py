@@ -82,9 +82,11 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
         added: set[str] = set()
         self._collect_refs(files, config)
 
-        def add(path: str, content: str | bytes) -> str:
+        def add(path: str, content: str | bytes | None = None, source: Path | None = None) -> str:
+            """A generated site file, from `content` or copied from the cache file `source`."""
             if path not in added:
-                files.append(File.generated(config, path, content=content))
+                files.append(File.generated(config, path, content=content) if source is None
+                             else File.generated(config, path, abs_src_path=str(source)))
                 added.add(path)
             return path
 
@@ -134,25 +136,54 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
         return value
 
     def _figure(self, req: FigureRequest, catalogue: Catalogue, fingerprint: str) -> FigureArtifacts:
+        """The figure's artefacts: in full when computed now, else the light part the HTML needs."""
         key = digest(fingerprint, req.identity())
 
         def make() -> FigureArtifacts:
             artifacts = build_figure(req, catalogue)
             artifacts.key = key
+            self.cache.put("figures", key, dumps(artifacts.to_json()))  # the heavy part, for new pages
             return artifacts
-        return self._remember("figures", key, make, FigureArtifacts.to_json, FigureArtifacts.from_json)
+        return self._remember("figure-meta", key, make, FigureArtifacts.light_json, FigureArtifacts.from_json)
+
+    def _heavy(self, fig) -> FigureArtifacts:
+        """Spec, data and images for a figure read back light: from the cache, else recomputed."""
+        if fig.artifacts.heavy:
+            return fig.artifacts
+        cached = self.cache.get("figures", fig.artifacts.key)
+        if cached is not None:
+            return FigureArtifacts.from_json(json.loads(cached))
+        artifacts = build_figure(fig.request, self.catalogue)
+        artifacts.key = fig.artifacts.key
+        return artifacts
 
     def _number(self, identity: dict, make, fingerprint: str) -> NumberResult:
         return self._remember("numbers", digest(fingerprint, identity), make, vars, lambda d: NumberResult(**d))
 
     def _figure_files(self, fig, add) -> dict[str, str]:
-        """Add the figure's JSON, variant data, SVG and CSV; names hash what decides them."""
+        """Add the figure's JSON, variant data, SVGs and CSV; names hash what decides them.
+
+        With a cache, each file is stored once as a blob that MkDocs copies, so a rebuild
+        reads no figure data at all.
+        """
         key = digest(fig.artifacts.key, fig.scenario_map)
         stem = f"{ASSETS}/fig/{key[:16]}"
-        contents = self._remember("files", key, lambda: site_files(fig.artifacts, fig.scenario_map, stem),
-                                  lambda c: c, lambda c: c)
-        for path, text in contents.items():
-            add(path, text)
+        if self.cache.root is None:
+            for path, text in site_files(self._heavy(fig), fig.scenario_map, stem).items():
+                add(path, text)
+        else:
+            def make() -> dict[str, str]:
+                blobs = {}
+                for path, text in site_files(self._heavy(fig), fig.scenario_map, stem).items():
+                    blobs[path] = digest(text)[:32] + Path(path).suffix
+                    self.cache.put("blobs", blobs[path], text)
+                return blobs
+            blobs = self._remember("files", key, make, lambda b: b, lambda b: b)
+            if not all(self.cache.path("blobs", b) for b in blobs.values()):
+                _MEMORY.pop(("files", key), None)
+                self.cache.put("files", key, dumps(blobs := make()))
+            for path, blob in blobs.items():
+                add(path, source=self.cache.path("blobs", blob))
         return {"json": f"{stem}.json", "svg": f"{stem}.svg", "svg_dark": f"{stem}-dark.svg", "csv": f"{stem}.csv"}
 
     # -- render: swap in what was computed --
