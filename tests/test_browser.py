@@ -37,7 +37,7 @@ def test_prose_numbers_follow_the_slider(page, base_url):
     page.wait_for_function("prev => [...document.querySelectorAll('[data-eg-num]')].map(e => e.textContent).join() !== prev",
                            arg=",".join(before))
     assert spans.all_inner_texts() != before
-    assert "a=0.75" in page.url
+    page.wait_for_function("() => location.search.includes('a=0.75')")  # written once the reader pauses
     page.watch.assert_clean()
 
 

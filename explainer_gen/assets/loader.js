@@ -139,6 +139,14 @@
     if (url !== location.pathname + location.search + location.hash) history.replaceState(history.state, "", url);
   }
 
+  var urlTimer = null;
+  function writeURLSoon() {
+    // history.replaceState costs a few milliseconds in Chromium: write once the reader pauses.
+    var gen = generation;
+    clearTimeout(urlTimer);
+    urlTimer = setTimeout(function () { if (gen === generation) writeURL(); }, 150);
+  }
+
   function showControls() {
     Object.keys(state.sliders).forEach(function (name) {
       inputs(name).forEach(function (input) {
@@ -242,14 +250,14 @@
       else schedule(fig); // its static image shows the default state: bring it to life
     });
     renderNumbers();
-    writeURL();
+    writeURLSoon();
   }
 
   function onScenario() {
     var gen = generation;
     state.scenario = scenarioFromSelects();
     renderNumbers();
-    writeURL();
+    writeURLSoon();
     figures.forEach(function (fig) {
       if (!fig.result) { schedule(fig); return; }
       dataFor(fig).then(function (cols) {
@@ -269,6 +277,7 @@
   // -- page lifecycle ------------------------------------------------------------------
   function teardown() {
     generation++;
+    clearTimeout(urlTimer);
     figures.forEach(function (fig) { if (fig.result) fig.result.finalize(); });
     figures = [];
     queue = [];

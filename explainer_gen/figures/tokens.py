@@ -69,7 +69,11 @@ class TokenTimeline(FigureKind):
                           legend=alt.Legend(orient="bottom", columns=4, symbolStrokeWidth=2))
         x_title = "Time (ms)"
 
-        plain = base.transform_calculate(i="sequence(0, datum.n)").transform_flatten(["i"])
+        # The plain lane is the same at every slider position: read it from the first position,
+        # with a filter that names no param, so moving a slider leaves these marks alone.
+        first = " && ".join(f"datum.{s.name} == {float(s.values()[0])!r}" for s in sliders.values())
+        plain = (alt.Chart(table_data()).transform_filter(first)
+                 .transform_calculate(i="sequence(0, datum.n)").transform_flatten(["i"]))
         plain_bars = plain.transform_calculate(
             x0="datum.i * datum.plain_ms", x1="(datum.i + 0.9) * datum.plain_ms",
             row=f"'{ROWS[0]}'", what="'Target pass'",
