@@ -191,7 +191,7 @@ def main() -> None:
         print(f"  time in models                     {model_s:7.3f} s   share {model_s / cold:6.1%}   (target < 5%)")
         print(f"plain build (plugin disabled)        {plain:7.3f} s")
         print(f"cold / plain                         {cold / plain:7.2f} x   (target <= 2.0)")
-        print(f"rebuild after a prose edit, warm cache:")
+        print("rebuild after a prose edit, warm cache:")
         print(f"  new process (mkdocs build)         {cached_cli:7.3f} s   {cached_cli / plain:5.2f} x plain   (target <= 1.15)")
         print(f"  same process (mkdocs serve)        {cached_serve:7.3f} s   {cached_serve / plain_serve:5.2f} x plain "
               f"({plain_serve:.3f} s)")

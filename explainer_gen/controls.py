@@ -12,6 +12,9 @@ from models.catalogue import LLM, Accelerator, Catalogue, UnknownKey
 from models.yamlsource import SourceError, SourceMap, closest, line_of
 
 MAX_SLIDER_POSITIONS = 200
+# Vega signal and dataset names that a slider (a Vega param) may not shadow.
+RESERVED_PARAMS = frozenset({"width", "height", "padding", "autosize", "background", "datum",
+                             "event", "item", "parent", "cursor", "table"})
 
 
 @dataclass(frozen=True)
@@ -101,8 +104,9 @@ def parse_sliders(raw: Any, path: str, line: int, base: dict[str, Slider],
     for name, spec in raw.items():
         if allowed is not None and name not in allowed:
             raise SourceError(path, raw.line_of(name), f"unknown slider {name!r}; {closest(name, allowed)}")
-        if not isinstance(name, str) or not name.isidentifier():
-            raise SourceError(path, raw.line_of(name), f"slider name {name!r} must be an identifier")
+        if not isinstance(name, str) or not name.isidentifier() or name in RESERVED_PARAMS:
+            raise SourceError(path, raw.line_of(name), f"slider name {name!r} must be an identifier and not one "
+                              f"of Vega's own names ({', '.join(sorted(RESERVED_PARAMS))})")
         out[name] = parse_slider(name, spec, path, raw.line_of(name), base.get(name))
     return out
 

@@ -2,15 +2,12 @@
 from __future__ import annotations
 
 import csv
-import filecmp
 import io
 import json
-import os
 import re
 import shutil
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path

@@ -14,7 +14,6 @@ import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
 
-import pytest
 
 from helpers import REPO, article, mkdocs_build
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -107,7 +106,7 @@ def test_token_timeline_matches_the_model(site):
     data = json.loads(((site / PAGE).parent / fig).read_text())["data"]
     acc, cards, target, draft = scenario()
     for i in range(0, len(data["a"]), 17):
-        a, k, runs = data["a"][i], data["k"][i], data["acc"][i]
+        k, runs = data["k"][i], data["acc"][i]
         assert sum(runs) + len(runs) >= 48 > sum(runs[:-1]) + len(runs) - 1  # stops at the 48th token
         assert all(0 <= n <= k for n in runs)
         step = float(roofline.step_time(acc, draft, cards, 1).seconds) * k + float(

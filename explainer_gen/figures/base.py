@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import altair as alt
 import numpy as np
@@ -10,11 +10,6 @@ import numpy as np
 from ..controls import Resolved, Slider
 
 Columns = dict[str, np.ndarray]
-
-# Vega signal names that a slider may not shadow.
-RESERVED_PARAMS = frozenset({"width", "height", "padding", "autosize", "background", "datum",
-                             "event", "item", "parent", "cursor", "table"})
-
 
 @dataclass(frozen=True)
 class TableView:
@@ -87,7 +82,3 @@ def grid_product(grid: dict[str, np.ndarray], **extra: np.ndarray) -> dict[str, 
     axes = {**grid, **extra}
     mesh = np.meshgrid(*axes.values(), indexing="ij")
     return {name: m.ravel() for name, m in zip(axes, mesh)}
-
-
-def fmt(value: Any, spec: str) -> str:
-    return format(value, spec)
