@@ -292,32 +292,33 @@
     var root = document.querySelector(".eg-page[data-eg-page]");
     if (!root) return;
     bundleUrl = resolve(root, "data-eg-bundle");
+    figures = Array.prototype.slice.call(document.querySelectorAll(".eg-figure[data-eg-figure]")).map(function (el) {
+      var params = Array.prototype.map.call(el.querySelectorAll(".eg-controls input[data-eg-param]"),
+        function (input) { return input.getAttribute("data-eg-param"); });
+      return { el: el, view: el.querySelector(".eg-view"), url: resolve(el, "data-eg-figure"),
+               payload: null, result: null, params: params, wanted: false };
+    });
+    // Listen for a reader reaching for a figure from the start; what arrives before the
+    // page's state is known is remembered and acted on once it is.
+    figures.forEach(function (fig) {
+      function want() { fig.wanted = true; if (state) schedule(fig); }
+      INTENT.forEach(function (type) { fig.el.addEventListener(type, want, { once: true, passive: true }); });
+    });
     fetchJSON(resolve(root, "data-eg-page")).then(function (info) {
       if (gen !== generation) return;
       page = info;
       state = initialState();
-      figures = Array.prototype.slice.call(document.querySelectorAll(".eg-figure[data-eg-figure]")).map(function (el) {
-        var params = Array.prototype.map.call(el.querySelectorAll(".eg-controls input[data-eg-param]"),
-          function (input) { return input.getAttribute("data-eg-param"); });
-        return { el: el, view: el.querySelector(".eg-view"), url: resolve(el, "data-eg-figure"),
-                 payload: null, result: null, params: params };
-      });
       showControls();
       root.addEventListener("change", onScenario);
       Array.prototype.forEach.call(document.querySelectorAll(".eg-controls"), function (c) {
         c.addEventListener("input", onInput);
       });
       renderNumbers();
-      if (!isDefault()) {
-        figures.forEach(schedule); // a shared link: its state differs from every static image
-      } else {
+      var shared = !isDefault(); // a shared link: its state differs from every static image
+      figures.forEach(function (fig) {
         // Until a reader reaches for a figure, its static image is the chart: no Vega needed.
-        figures.forEach(function (fig) {
-          INTENT.forEach(function (type) {
-            fig.el.addEventListener(type, function () { schedule(fig); }, { once: true, passive: true });
-          });
-        });
-      }
+        if (shared || fig.wanted || fig.el.matches(":hover") || fig.el.contains(document.activeElement)) schedule(fig);
+      });
     }).catch(report);
   }
 
