@@ -1,6 +1,12 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import settings
+
+# Property tests run on a loaded 2-core CI machine: no per-example deadline, and the same
+# examples on every run, so a failure is reproducible rather than a matter of luck.
+settings.register_profile("project", deadline=None, derandomize=True)
+settings.load_profile("project")
 
 from helpers import CHROMIUM, CHROMIUM_ARGS, mkdocs_build, serve
 
