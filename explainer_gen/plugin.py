@@ -102,19 +102,27 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
         budget = self.config.data_budget_kb * 1000
         for file in files.documentation_pages():
             path = self._display_path(file)
-            try:
-                page = build_page(file.content_string, path, catalogue,
-                                  lambda req: self._figure(req, catalogue, fingerprint), budget,
-                                  lambda identity, make: self._number(identity, make, fingerprint))
-            except SourceError as exc:
-                raise PluginError(self._located(exc)) from None
+            source = file.content_string
+            # A page whose source, catalogue and code are unchanged since the last build in
+            # this process (`mkdocs serve`) is not read again.
+            page_key = ("page", digest(fingerprint, budget, path, source))
+            page = _MEMORY.get(page_key)
+            if page is None:
+                try:
+                    page = build_page(source, path, catalogue,
+                                      lambda req: self._figure(req, catalogue, fingerprint), budget,
+                                      lambda identity, make: self._number(identity, make, fingerprint))
+                except SourceError as exc:
+                    raise PluginError(self._located(exc)) from None
+                _MEMORY[page_key] = page
             if not page.live and not page.numbers:
                 continue
             self.pages[file.src_uri] = page
             for fig in page.figures:
                 self.figure_files[fig.anchor + "@" + file.src_uri] = self._figure_files(fig, add)
-            self.page_json[file.src_uri] = add(
-                f"{ASSETS}/page/{short_hash(file.src_uri)}.json", dumps(_page_state(page)))
+            state = _MEMORY.get(("page-json", page_key[1])) or dumps(_page_state(page))
+            _MEMORY[("page-json", page_key[1])] = state
+            self.page_json[file.src_uri] = add(f"{ASSETS}/page/{short_hash(file.src_uri)}.json", state)
         return files
 
     def _remember(self, namespace: str, key: str, make, to_json, from_json):
