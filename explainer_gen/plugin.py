@@ -123,6 +123,8 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
             state = _MEMORY.get(("page-json", page_key[1])) or dumps(_page_state(page))
             _MEMORY[("page-json", page_key[1])] = state
             self.page_json[file.src_uri] = add(f"{ASSETS}/page/{short_hash(file.src_uri)}.json", state)
+        log.debug(f"{len(self.pages)} pages with figures or numbers; disk cache {self.cache.hits} hits, "
+                  f"{self.cache.misses} misses")
         return files
 
     def _remember(self, namespace: str, key: str, make, to_json, from_json):
