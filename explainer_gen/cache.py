@@ -26,23 +26,30 @@ def _version(dist: str) -> str:
         return "unknown"
 
 
-def _sources(root: Path) -> list[tuple[str, str]]:
-    return [(str(p.relative_to(root)), hashlib.sha256(p.read_bytes()).hexdigest())
-            for p in sorted(root.rglob("*.py"))]
+# The generator code whose output is cached: figure kinds, artefacts, numbers and what they
+# read. Editing anything else (hooks, HTML, loader, cross-references) recomputes nothing.
+COMPUTING = ("figures/*.py", "artifacts.py", "theme.py", "controls.py", "numbers.py", "vocabulary.py",
+             "pages.py")
+
+
+def _sources(root: Path, patterns: tuple[str, ...] = ("**/*.py",)) -> list[Path]:
+    return sorted({p for pattern in patterns for p in root.glob(pattern)})
+
+
+def _code_files() -> list[Path]:
+    return _sources(MODELS_ROOT) + _sources(PACKAGE_ROOT, COMPUTING)
 
 
 @lru_cache(maxsize=16)
 def _code_fingerprint(mtimes: tuple) -> str:
-    parts = {"models": _sources(MODELS_ROOT), "generator": _sources(PACKAGE_ROOT),
+    parts = {"code": [(p.name, hashlib.sha256(p.read_bytes()).hexdigest()) for p in _code_files()],
              "versions": [_version(d) for d in ("altair", "vl-convert-python", "explainer-gen", "numpy")]}
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
 def code_fingerprint() -> str:
-    """Hash of model and generator sources and library versions (re-read when a file changes)."""
-    mtimes = tuple((str(p), p.stat().st_mtime_ns) for root in (MODELS_ROOT, PACKAGE_ROOT)
-                   for p in sorted(root.rglob("*.py")))
-    return _code_fingerprint(mtimes)
+    """Hash of the model and computing sources and the library versions (re-read when a file changes)."""
+    return _code_fingerprint(tuple((str(p), p.stat().st_mtime_ns) for p in _code_files()))
 
 
 def digest(*parts: object) -> str:

@@ -68,6 +68,17 @@ def test_cache_recomputes_only_what_changed(project, tmp_path, monkeypatch):
     with open(models_copy / "roofline.py", "a") as fh:
         fh.write("\n# an edit\n")
     assert in_process_build(config, tmp_path / "s6", cache) == first
+    # The generator: its HTML and hooks recompute nothing; a figure kind's code does.
+    package_copy = tmp_path / "explainer_gen"
+    shutil.copytree(cache_mod.PACKAGE_ROOT, package_copy)
+    monkeypatch.setattr(cache_mod, "PACKAGE_ROOT", package_copy)
+    assert in_process_build(config, tmp_path / "s7", cache) == 0
+    with open(package_copy / "html.py", "a") as fh:
+        fh.write("\n# an edit\n")
+    assert in_process_build(config, tmp_path / "s8", cache) == 0
+    with open(package_copy / "figures" / "speedup.py", "a") as fh:
+        fh.write("\n# an edit\n")
+    assert in_process_build(config, tmp_path / "s9", cache) == first
 
 
 def test_bundle_is_generated_once_and_reused(tmp_path):
