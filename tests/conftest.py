@@ -62,3 +62,16 @@ def page(browser, base_url):
     pg.watch = PageWatch(pg, base_url.split("/")[2])
     yield pg
     context.close()
+
+
+@pytest.fixture(scope="session")
+def cat():
+    """The shipped catalogue."""
+    from models import load_catalogue
+    return load_catalogue()
+
+
+@pytest.fixture(scope="session")
+def scenario(cat):
+    """The site's default scenario: 70B target and 1B draft on H100s."""
+    return cat.accelerator("h100-sxm"), cat.model("llama-3-70b"), cat.model("llama-3.2-1b")

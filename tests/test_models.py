@@ -7,19 +7,10 @@ import numpy as np
 import pytest
 import yaml
 
-from models import load_catalogue, roofline, speculative
+from models import roofline, speculative
 
 PUBLISHED = yaml.safe_load((Path(speculative.__file__).with_name("published.yaml")).read_text())
 
-
-@pytest.fixture(scope="module")
-def cat():
-    return load_catalogue()
-
-
-@pytest.fixture(scope="module")
-def scenario(cat):
-    return cat.accelerator("h100-sxm"), cat.model("llama-3-70b"), cat.model("llama-3.2-1b")
 
 
 @pytest.mark.parametrize("row", PUBLISHED["leviathan2023_table1"], ids=lambda r: f"a{r['a']}-k{r['k']}")

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from helpers import REPO, article, numbers_in
-from models import batching, kvcache, load_catalogue, roofline, speculative
+from models import batching, kvcache, roofline, speculative
 
 PAGES = {
     "roofline": ["fig-roofline", "fig-step-time"],
@@ -36,15 +36,6 @@ def show(value, spec: str, unit: str = "") -> str:
         value = int(round(value))
     return format(value, spec) + suffix
 
-
-@pytest.fixture(scope="module")
-def cat():
-    return load_catalogue()
-
-
-@pytest.fixture(scope="module")
-def scenario(cat):
-    return cat.accelerator("h100-sxm"), cat.model("llama-3-70b"), cat.model("llama-3.2-1b")
 
 
 def page_html(site: Path, name: str) -> str:
