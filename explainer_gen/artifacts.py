@@ -24,7 +24,7 @@ from models.yamlsource import SourceError
 from . import timing
 from .controls import Resolved, Scenario, Slider
 from .figures import REGISTRY, TableView
-from .theme import DARK, LIGHT, THEMES
+from . import theme
 
 VL_VERSION = "6.4"  # the bundle's Vega-Lite; equal to altair's SCHEMA_VERSION (major.minor)
 SVG_WIDTH = 640
@@ -55,17 +55,16 @@ class FigureArtifacts:
     table: TableView
     alt: str
     sizes: dict[str, int]             # scenario key -> gzip bytes of its data
-    image_size: tuple[int, int]       # the static SVGs' width and height
+    image_size: tuple[int, int]       # the static picture's width and height
+    svg: str                          # the static picture, coloured by the page's CSS variables
     key: str = ""                     # the cache key of the request that made these
     # The heavy part, needed only to write the site files (empty when read back light):
     spec: dict = field(default_factory=dict)
     data: dict[str, dict[str, list]] = field(default_factory=dict)  # scenario key -> columns
-    vega: dict[str, dict] = field(default_factory=dict)  # theme -> the spec compiled to Vega
-    svg: str = ""
-    svg_dark: str = ""                # the same image in the dark scheme, on the page's background
+    vega: dict = field(default_factory=dict)  # the spec compiled to Vega, in the palette's light values
     csv: str = ""
 
-    HEAVY = ("spec", "data", "vega", "svg", "svg_dark", "csv")
+    HEAVY = ("spec", "data", "vega", "csv")
 
     def to_json(self, light: bool = False) -> dict:
         """Everything, or (`light`) only what the page's HTML needs."""
@@ -158,12 +157,14 @@ def build_figure(req: FigureRequest, catalogue: Catalogue) -> FigureArtifacts:
     spec = kind.chart(req.sliders).to_dict()  # altair validates against the Vega-Lite schema here
     spec.update(width="container", autosize={"type": "fit-x", "contains": "padding"},
                 description=kind.describe(default_cols, default_resolved, req.sliders))
-    svg = render_svg(spec, data[req.scenarios[0].key])
+    spec["config"] = {**spec.get("config", {}), **theme.CONFIG}
+    try:
+        svg = static_svg(spec, data[req.scenarios[0].key])
+    except ValueError as exc:
+        raise SourceError(req.path, req.line, f"figure {req.kind!r}: {exc}") from None
     return FigureArtifacts(
         kind=req.kind, spec=spec, data=data, default=req.scenarios[0].key,
-        vega={name: compile_for_page(spec, theme) for name, theme in THEMES.items()},
-        svg=svg, image_size=svg_size(svg),
-        svg_dark=render_svg(spec, data[req.scenarios[0].key], DARK, "transparent"),
+        vega=compile_for_page(spec), svg=svg, image_size=svg_size(svg),
         csv=_csv(default_cols, kind.columns, default_resolved),
         table=kind.table(default_cols, default_resolved, req.sliders),
         alt=spec["description"], sizes=sizes,
@@ -175,16 +176,16 @@ def rows_of(columns: dict[str, list]) -> list[dict]:
     return [dict(zip(names, values)) for values in zip(*columns.values())]
 
 
-def compile_for_page(spec: dict, theme: dict) -> dict:
-    """The Vega-Lite spec compiled to Vega in one colour scheme, for the page's loader.
+def compile_for_page(spec: dict) -> dict:
+    """The Vega-Lite spec compiled to Vega for the page's loader, once for both schemes.
 
     Compiling here means the browser needs only the Vega runtime, not the Vega-Lite
-    compiler. The page drives the params from its own HTML controls, so `bind` goes.
+    compiler. Colours stay the palette's light values, which the loader replaces with the
+    page's current ones. The page drives the params from its own HTML controls, so `bind` goes.
     """
     page = copy.deepcopy(spec)
     page["params"] = [{k: v for k, v in p.items() if k != "bind"} for p in page.get("params", [])]
     page["datasets"] = {**page.get("datasets", {}), "table": []}
-    page["config"] = {**page.get("config", {}), **theme}
     return vlc.vegalite_to_vega(page, vl_version=VL_VERSION)
 
 
@@ -193,20 +194,26 @@ def svg_size(svg: str) -> tuple[int, int]:
     return (round(float(m.group(1))), round(float(m.group(2)))) if m else (0, 0)
 
 
-def render_svg(spec: dict, columns: dict[str, list], theme: dict = LIGHT, background: str = "white") -> str:
-    """The default slider state as a static SVG: what readers see until a figure comes alive,
-    without JavaScript, and in print (always light, on white)."""
+def static_svg(spec: dict, columns: dict[str, list]) -> str:
+    """The default slider state as one SVG for both schemes: what readers see until a figure
+    comes alive, without JavaScript, and in print.
+
+    vl-convert lays the text out with the shipped chart font, which the page also loads, so
+    labels fit in any browser; colours are the palette's CSS variables, so the picture
+    follows the page's scheme. The page inlines it (`html.static_picture`).
+    """
     static = copy.deepcopy(spec)
     static["datasets"] = {**static.get("datasets", {}), "table": rows_of(columns)}
-    static.update(width=SVG_WIDTH, autosize={"type": "pad"}, background=background)
-    static["config"] = {**static.get("config", {}), **theme, "background": background}
-    return vlc.vegalite_to_svg(static, vl_version=VL_VERSION)
+    static.update(width=SVG_WIDTH, autosize={"type": "pad"}, background="transparent")
+    theme.register_fonts()
+    svg = vlc.vegalite_to_svg(static, vl_version=VL_VERSION)
+    return theme.static_svg_colours(svg, "the static picture")
 
 
 def site_files(a: FigureArtifacts, scenario_map: dict[str, str], stem: str) -> dict[str, str]:
     """Site path -> content for one figure placed on a page.
 
-    `<stem>.json` holds the Vega-Lite spec, its Vega compilation per colour scheme, the
+    `<stem>.json` holds the Vega-Lite spec, its Vega compilation and the palette that recolours it, the
     default scenario's data and the names of the other scenarios' data files, fetched only
     when the reader switches to them.
     """
@@ -215,10 +222,8 @@ def site_files(a: FigureArtifacts, scenario_map: dict[str, str], stem: str) -> d
         path = f"{stem}-{i + 1}.json"
         files[path] = dumps(a.data[key])
         variants[key] = path.rsplit("/", 1)[1]
-    payload = {"spec": a.spec, "vega": a.vega, "data": a.data[a.default], "default": a.default,
-               "variants": variants, "map": scenario_map}
+    payload = {"spec": a.spec, "vega": a.vega, "palette": theme.page_palette(), "data": a.data[a.default],
+               "default": a.default, "variants": variants, "map": scenario_map}
     files[f"{stem}.json"] = dumps(payload)
-    files[f"{stem}.svg"] = a.svg
-    files[f"{stem}-dark.svg"] = a.svg_dark
     files[f"{stem}.csv"] = a.csv
     return files

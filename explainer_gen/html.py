@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import html
+import re
 from typing import Callable
 
 from .artifacts import FigureArtifacts
@@ -11,11 +12,10 @@ esc = lambda s: html.escape(str(s), quote=True)  # noqa: E731
 
 
 def figure_html(fig: FigureOnPage, url: Callable[[str], str], files: dict[str, str]) -> str:
-    """The figure: live view slot, static SVG, data table and CSV link.
+    """The figure: live view slot, static picture, data table and CSV link.
 
-    `files` maps 'json', 'svg', 'svg_dark' and 'csv' to site paths; `url` makes them page-relative.
-    Of the two static images only the one for the current scheme displays, and lazy images
-    that do not display are never fetched.
+    `files` maps 'json' and 'csv' to site paths; `url` makes them page-relative. The static
+    picture is inline, one for both schemes: it takes its colours from the page's CSS.
     """
     a = fig.artifacts
     t = a.table
@@ -23,15 +23,15 @@ def figure_html(fig: FigureOnPage, url: Callable[[str], str], files: dict[str, s
     body = "".join("<tr>" + f'<th scope="row">{esc(r[0])}</th>' + "".join(f"<td>{esc(c)}</td>" for c in r[1:]) + "</tr>"
                    for r in t.rows)
     cap_id = f"{fig.anchor}-caption"
+    desc_id = f"{fig.anchor}-desc"
     return (
         f'<figure class="eg-figure" id="{esc(fig.anchor)}" aria-labelledby="{cap_id}" '
         f'data-eg-figure="{esc(url(files["json"]))}">'
         f'<figcaption id="{cap_id}">{esc(fig.request.caption)}</figcaption>'
-        f'<div class="eg-view" role="group" aria-label="{esc("Interactive chart: " + fig.request.caption)}"></div>'
-        f'<img class="eg-static eg-static-light" src="{esc(url(files["svg"]))}" alt="{esc(a.alt)}"'
-        f'{image_size(a)} loading="lazy">'
-        f'<img class="eg-static eg-static-dark" src="{esc(url(files["svg_dark"]))}" alt="{esc(a.alt)}"'
-        f'{image_size(a)} loading="lazy">'
+        f'<div class="eg-view" role="group" aria-label="{esc("Interactive chart: " + fig.request.caption)}"'
+        f' aria-describedby="{desc_id}"></div>'
+        f'{static_picture(a, fig.anchor, desc_id)}'
+        f'<p class="eg-desc" id="{desc_id}">{esc(a.alt)}</p>'
         f'{controls_html(fig)}'
         f'<details class="eg-data"><summary>Data table</summary>'
         f'<div class="eg-table-wrap"><table><caption>{esc(t.caption)}</caption><thead><tr>{head}</tr></thead>'
@@ -39,6 +39,25 @@ def figure_html(fig: FigureOnPage, url: Callable[[str], str], files: dict[str, s
         f'<p class="eg-download"><a href="{esc(url(files["csv"]))}" download>Download every slider position (CSV)</a></p>'
         f'</details></figure>'
     )
+
+
+_SVG_ROOT = re.compile(r"<svg\b[^>]*>")
+_IDS = re.compile(r'(\sid="|url\(#|href="#)([^"\)]+)')
+
+
+def static_picture(a: FigureArtifacts, anchor: str, desc_id: str) -> str:
+    """The figure's static SVG, inlined: one image (`role="img"`) named by the description.
+
+    Its ids get the figure's anchor as a prefix, since several pictures share the page. It
+    scales down with the column and never up, keeping its aspect ratio, so a narrow screen
+    shows no empty band under it; the size attributes reserve its space before CSS arrives.
+    """
+    width, height = a.image_size
+    root = (f'<svg class="eg-static" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+            f'width="{width}" height="{height}" style="max-width: {width}px" preserveAspectRatio="xMinYMin meet" '
+            f'role="img" aria-labelledby="{desc_id}" focusable="false">')
+    svg = _IDS.sub(lambda m: m.group(1) + anchor + "-" + m.group(2), a.svg)
+    return _SVG_ROOT.sub(lambda m: root, svg, count=1)
 
 
 def page_root_html(page: PageBuild, page_json_url: str, bundle_url: str, loader_url: str,
@@ -83,13 +102,3 @@ def controls_html(fig: FigureOnPage) -> str:
             f'step="{s.step:g}" value="{value}">'
             f'<output for="{esc(input_id)}">{value}</output></div>')
     return f'<div class="eg-controls">{"".join(items)}</div>' if items else ""
-
-
-def image_size(a: FigureArtifacts) -> str:
-    """Size attributes, so the page reserves the image's space before it loads."""
-    width, height = a.image_size
-    if not height:
-        return ""
-    # On screen the image keeps the live chart's height (Vega keeps the height and fits the
-    # width), so nothing below it moves when the chart replaces it.
-    return f' width="{width}" height="{height}" style="height: {height}px"'

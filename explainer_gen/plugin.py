@@ -20,7 +20,7 @@ from mkdocs.utils import get_relative_url
 from models.catalogue import CATALOGUE_PATH, Catalogue, load_catalogue
 from models.yamlsource import SourceError
 
-from . import mathml, superfence
+from . import mathml, superfence, theme
 from .artifacts import FigureArtifacts, FigureRequest, build_figure, dumps, site_files
 from .bundle import javascript_bundle, short_hash
 from .cache import MODELS_ROOT, PACKAGE_ROOT, DiskCache, code_fingerprint, digest
@@ -96,7 +96,9 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
         self.bundle_path = add(f"{ASSETS}/vega-{short_hash(bundle)}.js", bundle)
         loader = (PACKAGE_ROOT / "assets" / "loader.js").read_text(encoding="utf-8")
         self.loader_path = add(f"{ASSETS}/loader-{short_hash(loader)}.js", loader)
-        add(CSS_PATH, (PACKAGE_ROOT / "assets" / "explainer.css").read_text(encoding="utf-8"))
+        add(CSS_PATH, theme.palette_css() + (PACKAGE_ROOT / "assets" / "explainer.css").read_text(encoding="utf-8"))
+        for path, font in theme.FONT_FILES.items():
+            add(f"{ASSETS}/{path}", source=font)
 
         fingerprint = digest(code_fingerprint(), self.catalogue_path.read_text(encoding="utf-8"))
         budget = self.config.data_budget_kb * 1000
@@ -194,7 +196,7 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
                 self.cache.put("files", key, dumps(blobs := make()))
             for path, blob in blobs.items():
                 add(path, source=self.cache.path("blobs", blob))
-        return {"json": f"{stem}.json", "svg": f"{stem}.svg", "svg_dark": f"{stem}-dark.svg", "csv": f"{stem}.csv"}
+        return {"json": f"{stem}.json", "csv": f"{stem}.csv"}
 
     # -- render: swap in what was computed --
     def on_page_markdown(self, markdown: str, *, page, config: MkDocsConfig, files: Files) -> str | None:
@@ -244,8 +246,14 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
         if not self.config.enabled:
             return None
         # Material's search overlay is a dialog without a name; screen readers announce it blank.
-        return output.replace('class="md-search" data-md-component="search" role="dialog"',
-                              'class="md-search" data-md-component="search" role="dialog" aria-label="Search"', 1)
+        output = output.replace('class="md-search" data-md-component="search" role="dialog"',
+                                'class="md-search" data-md-component="search" role="dialog" aria-label="Search"', 1)
+        if 'class="eg-static"' in output:
+            # The chart font, early: static pictures are laid out for it.
+            fonts = "".join(f'<link rel="preload" href="{get_relative_url(f"{ASSETS}/{path}", page.file.url)}" '
+                            'as="font" type="font/woff2" crossorigin>' for path in theme.FONT_FILES)
+            output = output.replace("</head>", fonts + "</head>", 1)
+        return output
 
     def on_post_build(self, *, config: MkDocsConfig) -> None:
         if self.staging is None:

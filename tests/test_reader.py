@@ -11,7 +11,9 @@ from helpers import REPO, copy_project, mkdocs_build, serve, wait_for_figures
 from conftest import PageWatch
 
 ARTIFACTS = REPO / "test-artifacts"
-DARK_FG = "#b6bcc8"   # dark theme's muted axis colour (explainer_gen/theme.py)
+from explainer_gen.theme import PALETTE  # noqa: E402
+
+DARK_FG = PALETTE["muted"][1]  # the dark scheme's axis label colour
 
 
 def site_pages(site: Path) -> list[str]:
@@ -119,10 +121,10 @@ def test_without_javascript_static_figures_and_default_numbers(browser, base_url
         page.goto(base_url + path)
         html = (site / path / "index.html").read_text()
         for fig in page.locator(".eg-figure").all():
-            img = fig.locator("img.eg-static-light")
+            img = fig.locator("svg.eg-static")
             assert img.is_visible()
             img.scroll_into_view_if_needed()
-            page.wait_for_function("e => e.complete && e.naturalWidth > 0", arg=img.element_handle())
+            assert img.bounding_box()["height"] > 100
             assert fig.locator("details.eg-data table tbody tr").count() > 0
             assert not fig.locator(".eg-view").is_visible()
         shown = page.locator(".eg-num").all_inner_texts()
@@ -138,8 +140,7 @@ def test_print_shows_svgs_and_hides_controls(browser, base_url, site):
     wait_for_figures(page)
     page.emulate_media(media="print")
     for fig in page.locator(".eg-figure").all():
-        assert fig.locator("img.eg-static-light").is_visible()
-        assert not fig.locator("img.eg-static-dark").is_visible()
+        assert fig.locator("svg.eg-static").is_visible()
         assert not fig.locator(".eg-view").is_visible()
     assert all(not e.is_visible() for e in page.locator("input[type=range], .eg-scenario").all())
     context.close()
@@ -246,7 +247,7 @@ def test_site_works_under_a_subpath(browser, tmp_path):
             page.goto(url + path)
             wait_for_figures(page)
             # Every figure's data, SVG and CSV loads from under the subpath.
-            for href in page.eval_on_selector_all("a[download], img.eg-static", "els => els.map(e => e.href || e.src)"):
+            for href in page.eval_on_selector_all("a[download], link[rel=preload]", "els => els.map(e => e.href)"):
                 assert href.startswith(url), href
                 assert page.request.get(href).ok, href
             watch.assert_clean()
@@ -265,9 +266,11 @@ def test_vega_loads_only_when_a_reader_reaches_for_a_figure(browser, base_url):
     page.wait_for_load_state("networkidle")
     assert not [u for u in requested if "/vega-" in u]
     first = page.locator(".eg-figure").first
-    # Until then each figure is its static image, in the reader's colour scheme.
-    assert first.locator("img.eg-static-dark").is_visible()
-    assert not first.locator("img.eg-static-light").is_visible()
+    # Until then each figure is its static picture, in the reader's colour scheme.
+    assert first.locator("svg.eg-static").is_visible()
+    label = first.locator("svg.eg-static .role-axis-label text").first
+    assert label.evaluate("e => getComputedStyle(e).fill") == "rgb(%d, %d, %d)" % tuple(
+        int(PALETTE["muted"][1][i:i + 2], 16) for i in (1, 3, 5))
     # The controls already drive the prose.
     before = page.locator("[data-eg-num]").all_inner_texts()
     slider = first.get_by_role("slider", name="Acceptance rate")

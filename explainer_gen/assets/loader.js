@@ -1,8 +1,8 @@
 /* explainer-gen: brings precomputed figures to life and keeps the page's numbers in step.
  * Everything the page shows was computed at build time; this file only picks rows.
  *
- * The page works before this runs: each figure is a static SVG (one per colour scheme)
- * with its controls in the HTML. This file wires the controls to the prose numbers and the
+ * The page works before this runs: each figure is a static SVG coloured by the page's CSS
+ * variables, with its controls in the HTML. This file wires the controls to the prose numbers and the
  * URL, and swaps a figure for a live Vega view only when a reader reaches for it (pointer,
  * focus, touch, a control, a scenario change, or a shared link's state), one figure per
  * task, so a reader who only reads never pays for Vega.
@@ -188,21 +188,45 @@
     return fetchJSON(new URL(p.variants[key], fig.url).href);
   }
 
+  // The spec names its colours by the palette's light values; the page's CSS variables hold
+  // the current scheme's, so the live view matches the static picture in either scheme.
+  function recolour(vega, palette) {
+    var css = getComputedStyle(document.body), text = JSON.stringify(vega);
+    Object.keys(palette || {}).forEach(function (light) {
+      var value = css.getPropertyValue(palette[light]).trim();
+      if (value) text = text.split('"' + light + '"').join(JSON.stringify(value));
+    });
+    return JSON.parse(text);
+  }
+
+  // Vega measures text when it lays a chart out: the chart font must be there first.
+  var fontsReady = null;
+  function chartFonts() {
+    if (!fontsReady) {
+      fontsReady = document.fonts && document.fonts.load
+        ? Promise.all([document.fonts.load('12px "Explainer Sans"'), document.fonts.load('600 12px "Explainer Sans"')])
+            .catch(function () {})
+        : Promise.resolve();
+    }
+    return fontsReady;
+  }
+
   function embed(fig, gen) {
-    return fetchJSON(fig.url).then(function (payload) {
-      fig.payload = payload;
+    return Promise.all([fetchJSON(fig.url), chartFonts()]).then(function (got) {
+      fig.payload = got[0];
       return dataFor(fig);
     }).then(function (cols) {
       if (gen !== generation) return;
       if (fig.result) { fig.result.finalize(); fig.result = null; }
-      var still = Array.prototype.find.call(fig.el.querySelectorAll(".eg-static"), function (e) { return e.offsetHeight; });
-      if (still && still.offsetHeight && !fig.view.style.minHeight) {
-        fig.view.style.minHeight = still.offsetHeight + "px"; // keep the text below in place
+      var still = fig.el.querySelector(".eg-static");
+      var height = still ? still.getBoundingClientRect().height : 0;
+      if (height && !fig.view.style.minHeight) {
+        fig.view.style.minHeight = height + "px"; // keep the text below in place
       }
       fig.el.classList.add("eg-live"); // the view needs its width before Vega measures it
-      // Compiled to Vega at build time, once per colour scheme, so nothing is compiled here.
-      // The page's own controls set the params that the Vega-Lite spec binds to range inputs.
-      var spec = JSON.parse(JSON.stringify(fig.payload.vega[scheme()]));
+      // Compiled to Vega at build time, so nothing is compiled here. The page's own controls
+      // set the params that the Vega-Lite spec binds to range inputs.
+      var spec = recolour(fig.payload.vega, fig.payload.palette);
       spec.data.forEach(function (d) { if (d.name === "table") d.values = rows(cols); });
       (spec.signals || []).forEach(function (sig) {
         if (fig.params.indexOf(sig.name) >= 0 && sig.name in state.sliders) sig.value = state.sliders[sig.name];

@@ -11,6 +11,7 @@ import numpy as np
 from models import sampling
 
 from ..controls import Resolved, Slider
+from ..theme import colour
 from .base import Columns, FigureKind, TableView, at_default, register, slider_filter, slider_params, table_data
 
 # The slider is named `drift`: an identifier that no Vega signal or expression function uses.
@@ -59,7 +60,7 @@ class SamplingCheck(FigureKind):
                             legend=alt.Legend(orient="bottom", columns=3)),
             tooltip=tips)
         target = base.transform_filter(alt.datum.series == TARGET).mark_tick(
-            thickness=2, size=36, color="currentColor").encode(x=x, y=y, tooltip=tips)
+            thickness=2, size=36, color=colour("fg")).encode(x=x, y=y, tooltip=tips)
         return alt.layer(bars, target).add_params(*slider_params(sliders)).properties(height=300)
 
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:

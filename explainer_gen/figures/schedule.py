@@ -13,6 +13,7 @@ import numpy as np
 from models import batching
 
 from ..controls import Resolved, Slider
+from ..theme import BOLD, colour
 from .base import Columns, FigureKind, TableView, register, slider_params, table_data
 from .longform import part, stack
 
@@ -63,7 +64,7 @@ class BatchSchedule(FigureKind):
         y = alt.Y("y0:Q", axis=None, scale=alt.Scale(domain=[0, TOP], nice=False, zero=True))
         color = alt.Color("sched:N", title="Scheduler", scale=alt.Scale(domain=list(SCHEDULERS.values())),
                           legend=None)
-        held = base.transform_filter("datum.what == 'held'").mark_rect(color="#9e9e9e", opacity=0.3).encode(
+        held = base.transform_filter("datum.what == 'held'").mark_rect(color=colour("series-8"), opacity=0.3).encode(
             x=x, x2="t1:Q", y=y, y2="y1:Q")
         busy = base.transform_filter("datum.what == 'busy'").mark_rect().encode(
             x=x, x2="t1:Q", y=y, y2="y1:Q", color=color,
@@ -74,7 +75,7 @@ class BatchSchedule(FigureKind):
             x=alt.X("t1:Q"), y=alt.Y("y1:Q"), y2="y0:Q", color=color)
         label = total.transform_calculate(
             text="datum.sched + ': ' + format(datum.tps, ',.0f') + ' tokens/s, done at ' + format(datum.t1, '.1f') + ' s'"
-        ).mark_text(align="left", baseline="bottom", dy=-3, fontWeight="bold").encode(
+        ).mark_text(align="left", baseline="bottom", dy=-3, fontWeight=BOLD).encode(
             x=alt.datum(0), y=alt.Y("y0:Q"), text="text:N", color=color)
         return alt.layer(held, busy, end, label).add_params(*slider_params(sliders)).properties(height=360)
 

@@ -11,6 +11,7 @@ import numpy as np
 from models import roofline
 
 from ..controls import Resolved, Slider
+from ..theme import colour
 from .base import Columns, FigureKind, TableView, register, slider_params, table_data
 from .longform import part, pick, stack
 from .roofline import PHASE_SLIDERS, phase_filter
@@ -58,13 +59,13 @@ class StepTime(FigureKind):
         step = base.transform_filter("datum.what == 'step'").mark_line(strokeWidth=3).encode(
             x=x, y=y, color=alt.Color("what:N", scale=alt.Scale(domain=list(LINES))))
         ridge = base.transform_filter("datum.what == 'ridge'")
-        ridge_dot = ridge.mark_point(shape="diamond", size=90, filled=True, color="gray").encode(x=x, y=y)
+        ridge_dot = ridge.mark_point(shape="diamond", size=90, filled=True, color=colour("muted")).encode(x=x, y=y)
         ridge_text = ridge.transform_calculate(label="'ridge: ' + format(datum.tokens, '.0f') + ' tokens'") \
             .mark_text(dy=16, align="left", dx=6).encode(x=x, y=y, text="label:N")
         moving = base.transform_filter("datum.what == 'prefill' || datum.what == 'decode'")
         tooltip = [alt.Tooltip("what:N", title="phase"), alt.Tooltip("tokens:Q", title="tokens per pass"),
                    alt.Tooltip("ms:Q", title="step (ms)", format=",.2f")]
-        dots = moving.mark_point(size=140, filled=True, opacity=1, color="black").encode(
+        dots = moving.mark_point(size=140, filled=True, opacity=1, color=colour("fg")).encode(
             x=x, y=y, shape=alt.Shape("what:N", title="Phase", scale=alt.Scale(domain=["prefill", "decode"])),
             tooltip=tooltip)
         labels = moving.mark_text(dx=8, dy=-12, align="left").encode(x=x, y=y, text="what:N")

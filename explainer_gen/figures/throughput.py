@@ -12,6 +12,7 @@ import numpy as np
 from models import roofline
 
 from ..controls import Resolved, Slider
+from ..theme import colour
 from .base import Columns, FigureKind, TableView, register, table_data
 from .longform import part, stack
 
@@ -43,19 +44,19 @@ class BatchThroughput(FigureKind):
         x = alt.X("batch:Q", title="Batch size (requests)", scale=alt.Scale(type="log", base=2, domain=[1, 4096]),
                   axis=alt.Axis(values=list(SHOWN), format="d"))
         curve = base.transform_filter("datum.what == 'curve'")
-        tps = curve.mark_line(strokeWidth=2.5, color="#1f77b4").encode(
+        tps = curve.mark_line(strokeWidth=2.5, color=colour("series-1")).encode(
             x=x, y=alt.Y("tps:Q", title="Tokens per second (all requests)", scale=alt.Scale(type="log"),
-                         axis=alt.Axis(format="~s", titleColor="#1f77b4")),
+                         axis=alt.Axis(format="~s", titleColor=colour("series-1"))),
             tooltip=[alt.Tooltip("batch:Q", title="batch", format=".0f"),
                      alt.Tooltip("tps:Q", title="tokens/s", format=",.0f"),
                      alt.Tooltip("tpot_ms:Q", title="ms per token", format=",.1f")])
-        tpot = curve.mark_line(strokeWidth=2.5, strokeDash=[6, 3], color="#d62728").encode(
+        tpot = curve.mark_line(strokeWidth=2.5, strokeDash=[6, 3], color=colour("series-5")).encode(
             x=x, y=alt.Y("tpot_ms:Q", title="Time per output token (ms)", scale=alt.Scale(type="log"),
-                         axis=alt.Axis(format="~g", orient="right", titleColor="#d62728")))
+                         axis=alt.Axis(format="~g", orient="right", titleColor=colour("series-5"))))
         ridge = base.transform_filter("datum.what == 'ridge'")
-        rule = ridge.mark_rule(strokeDash=[2, 3], color="gray").encode(x=x)
+        rule = ridge.mark_rule(strokeDash=[2, 3], color=colour("muted")).encode(x=x)
         text = ridge.transform_calculate(label="'ridge: batch ' + format(datum.batch, '.0f')").mark_text(
-            align="right", dx=-4, baseline="top", y=4, color="gray").encode(x=x, text="label:N")
+            align="right", dx=-4, baseline="top", y=4, color=colour("muted")).encode(x=x, text="label:N")
         return (alt.layer(tps, tpot, rule, text).resolve_scale(y="independent").properties(height=320))
 
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:

@@ -9,6 +9,7 @@ import numpy as np
 from models import roofline, speculative
 
 from ..controls import Resolved, Slider
+from ..theme import BOLD
 from .base import Columns, FigureKind, TableView, at_default, register, slider_filter, slider_params, table_data
 
 N_TOKENS = 48
@@ -106,7 +107,7 @@ class TokenTimeline(FigureKind):
         ).mark_point(filled=True, size=22).encode(x="x0:Q", y=y, color=color, shape=shape,
                                                   tooltip=[alt.Tooltip("what:N", title="token")])
 
-        totals = base.mark_text(align="left", baseline="bottom", dy=-4, fontWeight="bold").encode(
+        totals = base.mark_text(align="left", baseline="bottom", dy=-4, fontWeight=BOLD).encode(
             x=alt.datum(0), y=alt.value(0), text="label:N")
         return (alt.layer(plain_bars, plain_tokens, draft_bars, verify_bars, spec_tokens, totals)
                 .add_params(*slider_params(sliders)).properties(height=170, padding={"top": 24}))
