@@ -10,9 +10,11 @@ import dataclasses
 import csv
 import gzip
 import io
+import itertools
 import json
 import math
 import re
+import string
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -57,6 +59,9 @@ class FigureArtifacts:
     sizes: dict[str, int]             # scenario key -> gzip bytes of its data
     image_size: tuple[int, int]       # the static picture's width and height
     svg: str                          # the static picture, coloured by the page's CSS variables
+    # The description's template, its fields, and per scenario key each field's texts over
+    # the sliders it depends on (`describe_positions`), for the browser to keep it true.
+    describe: dict = field(default_factory=dict)
     key: str = ""                     # the cache key of the request that made these
     # The heavy part, needed only to write the site files (empty when read back light):
     spec: dict = field(default_factory=dict)
@@ -64,7 +69,7 @@ class FigureArtifacts:
     vega: dict = field(default_factory=dict)  # the spec compiled to Vega, in the palette's light values
     csv: str = ""
 
-    HEAVY = ("spec", "data", "vega", "csv")
+    HEAVY = ("spec", "data", "vega", "csv", "describe")
 
     def to_json(self, light: bool = False) -> dict:
         """Everything, or (`light`) only what the page's HTML needs."""
@@ -143,7 +148,8 @@ def build_figure(req: FigureRequest, catalogue: Catalogue) -> FigureArtifacts:
         raise SourceError(req.path, req.line, f"figure {req.kind!r}: the sliders make {positions:,} positions; "
                           f"at most {MAX_GRID_POSITIONS:,} can be precomputed")
     grid = {s.name: s.values() for s in req.sliders.values()}
-    data, sizes, default_cols = {}, {}, None
+    fields = template_fields(kind.description)
+    data, sizes, described, default_cols = {}, {}, {}, None
     for scenario in req.scenarios:
         resolved = scenario.resolve(catalogue)
         with timing.in_models():
@@ -151,12 +157,15 @@ def build_figure(req: FigureRequest, catalogue: Catalogue) -> FigureArtifacts:
         _check_finite(cols, req, scenario)
         data[scenario.key] = {name: _round(values) for name, values in cols.items()}
         sizes[scenario.key] = gzip_size(dumps(data[scenario.key]))
+        described[scenario.key] = describe_positions(kind, cols, resolved, req.sliders, fields)
         if default_cols is None:
             default_cols, default_resolved = cols, resolved
+    defaults = {s.name: s.default for s in req.sliders.values()}
+    description = fill(kind.description, fields, [text_at(described[req.scenarios[0].key][f], defaults, req.sliders)
+                                                  for f in fields])
 
     spec = kind.chart(req.sliders).to_dict()  # altair validates against the Vega-Lite schema here
-    spec.update(width="container", autosize={"type": "fit-x", "contains": "padding"},
-                description=kind.describe(default_cols, default_resolved, req.sliders))
+    spec.update(width="container", autosize={"type": "fit-x", "contains": "padding"}, description=description)
     spec["config"] = {**spec.get("config", {}), **theme.CONFIG}
     try:
         svg = static_svg(spec, data[req.scenarios[0].key])
@@ -165,10 +174,81 @@ def build_figure(req: FigureRequest, catalogue: Catalogue) -> FigureArtifacts:
     return FigureArtifacts(
         kind=req.kind, spec=spec, data=data, default=req.scenarios[0].key,
         vega=compile_for_page(spec), svg=svg, image_size=svg_size(svg),
+        describe={"template": kind.description, "fields": fields, "values": described},
         csv=_csv(default_cols, kind.columns, default_resolved),
         table=kind.table(default_cols, default_resolved, req.sliders),
         alt=spec["description"], sizes=sizes,
     )
+
+
+def template_fields(template: str) -> list[str]:
+    """The `{field}` names of a description template, in order of first use."""
+    names = [name for _, name, _, _ in string.Formatter().parse(template) if name]
+    return list(dict.fromkeys(names))
+
+
+def fill(template: str, fields: list[str], texts: list[str]) -> str:
+    """The template with its fields' texts: the same substitution the loader makes."""
+    return template.format(**dict(zip(fields, texts)))
+
+
+def describe_positions(kind, cols: dict[str, np.ndarray], r: Resolved, sliders: dict[str, Slider],
+                       fields: list[str]) -> dict[str, dict]:
+    """Each description field's text at every slider position it depends on.
+
+    Returns field -> {"deps": slider names, "texts": texts in C order over those sliders},
+    the same shape as a page's inline numbers. A field's sliders are found by moving one
+    slider at a time from the defaults; fields are then evaluated over the product of their
+    sliders only, so a description costs a few calls per slider position, not one per grid
+    point. (A test evaluates every grid point and checks the two agree.)
+    """
+    axes = list(sliders.values())
+    rows = len(next(iter(cols.values()))) if cols else 0
+    flat = np.zeros(rows, dtype=np.int64)  # each row's slider position, as one index
+    for s in axes:
+        flat = flat * s.count + np.clip(np.round((cols[s.name] - s.min) / s.step).astype(np.int64), 0, s.count - 1)
+    shape = [s.count for s in axes]
+    seen: dict[tuple[int, ...], dict[str, str]] = {}
+
+    def facts(index: tuple[int, ...]) -> dict[str, str]:
+        if index not in seen:
+            position = {s.name: float(s.values()[i]) for s, i in zip(axes, index)}
+            at = flat == (int(np.ravel_multi_index(index, shape)) if axes else 0)
+            got = kind.facts(cols, at, r, position)
+            missing = set(fields) - set(got)
+            if missing:
+                raise ValueError(f"figure kind {kind.name!r}: facts() gave no {', '.join(sorted(missing))}")
+            seen[index] = {f: str(got[f]) for f in fields}
+        return seen[index]
+
+    home = tuple(s.index_of(s.default) for s in axes)
+    base = facts(home)
+    deps: dict[str, list[int]] = {f: [] for f in fields}
+    for a, s in enumerate(axes):
+        for i in range(s.count):
+            moved = facts(home[:a] + (i,) + home[a + 1:])
+            for f in fields:
+                if moved[f] != base[f] and a not in deps[f]:
+                    deps[f].append(a)
+    out = {}
+    for f in fields:
+        texts = []
+        for combo in itertools.product(*(range(axes[a].count) for a in deps[f])):
+            index = list(home)
+            for a, i in zip(deps[f], combo):
+                index[a] = i
+            texts.append(facts(tuple(index))[f])
+        out[f] = {"deps": [axes[a].name for a in deps[f]], "texts": texts}
+    return out
+
+
+def text_at(entry: dict, position: dict[str, float], sliders: dict[str, Slider]) -> str:
+    """A field's text at a slider position: the lookup the loader makes."""
+    index = 0
+    for name in entry["deps"]:
+        s = sliders[name]
+        index = index * s.count + s.index_of(position[name])
+    return entry["texts"][index]
 
 
 def rows_of(columns: dict[str, list]) -> list[dict]:
@@ -223,7 +303,7 @@ def site_files(a: FigureArtifacts, scenario_map: dict[str, str], stem: str) -> d
         files[path] = dumps(a.data[key])
         variants[key] = path.rsplit("/", 1)[1]
     payload = {"spec": a.spec, "vega": a.vega, "palette": theme.page_palette(), "data": a.data[a.default],
-               "default": a.default, "variants": variants, "map": scenario_map}
+               "default": a.default, "variants": variants, "map": scenario_map, "describe": a.describe}
     files[f"{stem}.json"] = dumps(payload)
     files[f"{stem}.csv"] = a.csv
     return files

@@ -80,7 +80,8 @@ def page_root_html(page: PageBuild, page_json_url: str, bundle_url: str, loader_
     # JavaScript they would do nothing, so then they are not shown at all.
     return (f'<div class="eg-page" data-eg-page="{esc(page_json_url)}" data-eg-bundle="{esc(bundle_url)}">'
             f'<noscript><style>.eg-controls, .eg-scenario {{ display: none; }}</style></noscript>'
-            f'{switch}</div>\n<script src="{esc(loader_url)}" defer></script>\n')
+            f'{switch}<div class="eg-announce" role="status" aria-live="polite" aria-atomic="true"></div>'
+            f'</div>\n<script src="{esc(loader_url)}" defer></script>\n')
 
 
 SWITCH_LABELS = {"accelerator": "Accelerator", "cards": "Cards", "target": "Target model", "draft": "Draft model"}

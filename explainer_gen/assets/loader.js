@@ -158,27 +158,111 @@
   }
 
   // -- numbers in the prose --------------------------------------------------------------
+  // A slider's position along its values; precomputed texts are laid out in C order over
+  // the sliders (and the scenario) they depend on.
+  function sliderIndex(name) {
+    var s = page.sliders[name], input = inputs(name)[0];
+    if (!s && input) s = { min: +input.min, step: +input.step, count: Math.round((+input.max - +input.min) / +input.step) + 1 };
+    var pos = Math.round((state.sliders[name] - s.min) / s.step);
+    return { size: s.count, pos: Math.max(0, Math.min(s.count - 1, pos)) };
+  }
+
+  function flatIndex(deps, scenarioIndex) {
+    var index = 0;
+    for (var d = 0; d < deps.length; d++) {
+      var at = deps[d] === "scenario" ? scenarioIndex : sliderIndex(deps[d]);
+      index = index * at.size + at.pos;
+    }
+    return index;
+  }
+
   function renderNumbers() {
     var spans = document.querySelectorAll("[data-eg-num]");
+    var scenario = { size: page.scenarios.length, pos: Math.max(0, page.scenarios.indexOf(state.scenario)) };
     for (var i = 0; i < spans.length; i++) {
       var n = page.numbers[spans[i].getAttribute("data-eg-num")];
       if (!n) continue;
-      var index = 0;
-      for (var d = 0; d < n.deps.length; d++) {
-        var dep = n.deps[d], size, pos;
-        if (dep === "scenario") {
-          size = page.scenarios.length;
-          pos = page.scenarios.indexOf(state.scenario);
-        } else {
-          var s = page.sliders[dep];
-          size = s.count;
-          pos = Math.round((state.sliders[dep] - s.min) / s.step);
-        }
-        index = index * size + Math.max(0, Math.min(size - 1, pos));
+      var text = n.texts[flatIndex(n.deps, scenario)];
+      if (text !== undefined && spans[i].textContent !== text) {
+        spans[i].textContent = text;
+        changed.add(spans[i]);
       }
-      var text = n.texts[index];
-      if (text !== undefined && spans[i].textContent !== text) spans[i].textContent = text;
     }
+  }
+
+  // -- what a screen reader hears ----------------------------------------------------------
+  // Each figure's description is filled from its template with the current position's
+  // precomputed texts. Once the reader pauses, one polite announcement says the sentences
+  // whose numbers changed, or, if none did, the description of the figure they moved.
+  var changed = new Set();
+  var moved = null; // the figure whose slider moved last
+  var announceTimer = null;
+  var MAX_SENTENCES = 3;
+
+  function describeFigure(fig) {
+    var d = fig.payload && fig.payload.describe, el = fig.el.querySelector(".eg-desc");
+    if (!d || !el) return;
+    var key = fig.payload.map[state.scenario] || fig.payload.default, values = d.values[key];
+    if (!values) return;
+    var text = d.template.replace(/\{(\w+)\}/g, function (all, name) {
+      var v = values[name];
+      return v ? v.texts[flatIndex(v.deps)] : all;
+    });
+    if (el.textContent !== text) el.textContent = text;
+  }
+
+  // The sentence holding `span`, as read: hover cards (citations, glossary) are left out.
+  function sentenceAround(span) {
+    var block = span.closest("p, li, dd, td, th, figcaption, h1, h2, h3, h4") || span.parentNode;
+    var walker = document.createTreeWalker(block, NodeFilter.SHOW_TEXT, {
+      acceptNode: function (node) {
+        return node.parentNode.closest(".eg-card, .headerlink") ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT;
+      }
+    });
+    var text = "", from = -1, to = -1, node;
+    while ((node = walker.nextNode())) {
+      if (from < 0 && span.contains(node)) from = text.length;
+      text += node.data;
+      if (span.contains(node)) to = text.length;
+    }
+    if (from < 0) return "";
+    var start = 0, end = text.length, stop = /[.!?]["\u201d\u2019)]*\s+/g, m;
+    while ((m = stop.exec(text))) {
+      var after = m.index + m[0].length;
+      if (after <= from) start = after;
+      else if (m.index >= to) { end = m.index + m[0].replace(/\s+$/, "").length; break; }
+    }
+    return text.slice(start, end).replace(/\s+/g, " ").trim();
+  }
+
+  function announceSoon() {
+    var gen = generation;
+    clearTimeout(announceTimer);
+    announceTimer = setTimeout(function () { if (gen === generation) announce(); }, 500);
+  }
+
+  function announce() {
+    var region = document.querySelector(".eg-announce");
+    var said = [];
+    // In reading order; a scenario change can touch every paragraph, so say the first few.
+    var spans = Array.prototype.filter.call(document.querySelectorAll("[data-eg-num]"), function (el) { return changed.has(el); });
+    var more = 0;
+    spans.forEach(function (span) {
+      var sentence = sentenceAround(span);
+      if (!sentence || said.indexOf(sentence) >= 0) return;
+      if (said.length < MAX_SENTENCES) said.push(sentence); else more++;
+    });
+    if (more) said.push("(" + more + " more sentence" + (more === 1 ? "" : "s") + " on the page changed.)");
+    changed.clear();
+    if (!said.length && moved) {
+      var desc = moved.el.querySelector(".eg-desc");
+      if (desc) said.push(desc.textContent);
+    }
+    moved = null;
+    if (!region || !said.length) return;
+    var text = said.join(" ");
+    // The same words again would not be read out: vary them invisibly.
+    region.textContent = region.textContent === text ? text + "\u00a0" : text;
   }
 
   // -- figures -------------------------------------------------------------------------
@@ -214,6 +298,7 @@
   function embed(fig, gen) {
     return Promise.all([fetchJSON(fig.url), chartFonts()]).then(function (got) {
       fig.payload = got[0];
+      describeFigure(fig);
       return dataFor(fig);
     }).then(function (cols) {
       if (gen !== generation) return;
@@ -270,11 +355,14 @@
     });
     figures.forEach(function (fig) {
       if (fig.params.indexOf(name) < 0) return;
+      if (input.closest(".eg-figure") === fig.el) moved = fig;
       if (fig.result) fig.result.view.signal(name, value).runAsync();
       else schedule(fig); // its static image shows the default state: bring it to life
+      describeFigure(fig);
     });
     renderNumbers();
     writeURLSoon();
+    announceSoon();
   }
 
   function onScenario() {
@@ -282,7 +370,9 @@
     state.scenario = scenarioFromSelects();
     renderNumbers();
     writeURLSoon();
+    announceSoon();
     figures.forEach(function (fig) {
+      describeFigure(fig);
       if (!fig.result) { schedule(fig); return; }
       dataFor(fig).then(function (cols) {
         if (gen !== generation || !fig.result) return;
@@ -302,6 +392,9 @@
   function teardown() {
     generation++;
     clearTimeout(urlTimer);
+    clearTimeout(announceTimer);
+    changed.clear();
+    moved = null;
     figures.forEach(function (fig) { if (fig.result) fig.result.finalize(); });
     figures = [];
     queue = [];
@@ -338,6 +431,7 @@
         c.addEventListener("input", onInput);
       });
       renderNumbers();
+      changed.clear(); // a shared link's numbers are what the page opens with, not news
       var shared = !isDefault(); // a shared link: its state differs from every static image
       figures.forEach(function (fig) {
         // Until a reader reaches for a figure, its static image is the chart: no Vega needed.

@@ -41,8 +41,16 @@ class FigureKind:
         """The default slider position as rows and columns."""
         raise NotImplementedError
 
-    def describe(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> str:
-        """One or two sentences for the static image's alt text."""
+    # One or two sentences describing the figure for screen readers, with `{field}` slots
+    # that `facts` fills for each slider position (in Python for the static picture, and
+    # in the browser from the same precomputed strings as the sliders move).
+    description: ClassVar[str]
+
+    def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
+        """The description's fields, formatted, at one slider position.
+
+        `at` masks the rows of `cols` at that position; `position` gives each slider's value.
+        """
         raise NotImplementedError
 
 
@@ -82,3 +90,9 @@ def grid_product(grid: dict[str, np.ndarray], **extra: np.ndarray) -> dict[str, 
     axes = {**grid, **extra}
     mesh = np.meshgrid(*axes.values(), indexing="ij")
     return {name: m.ravel() for name, m in zip(axes, mesh)}
+
+
+def count(n: float, noun: str, plural: str | None = None) -> str:
+    """'1 slot', '3 slots': a whole number with its noun agreeing."""
+    n = int(round(n))
+    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"

@@ -11,7 +11,7 @@ import numpy as np
 from models import kvcache
 
 from ..controls import Resolved, Slider
-from .base import Columns, FigureKind, TableView, register, slider_params, table_data
+from .base import count, Columns, FigureKind, TableView, register, slider_params, table_data
 from .longform import follows, part, pick, stack
 
 CONTEXT_RANGE = (1024, 131072)
@@ -81,10 +81,15 @@ class KVSlots(FigureKind):
                          headers=["Context (tokens)", "Target alone", "Target + draft", "Slots the draft costs"],
                          rows=rows)
 
-    def describe(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> str:
-        n, c = sliders["ncards"].default, sliders["ctx"].default
+    description = ("Concurrent requests against context length for {target} on {cards} × {acc}: the count "
+                   "halves each time the context doubles. At {ctx} tokens of context {plain}, {spec} with the "
+                   "{draft} draft loaded beside it.")
+
+    def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
+        n, c = position["ncards"], position["ctx"]
         plain = float(kvcache.slots(r.acc, r.target, n, c))
         spec = float(kvcache.slots(r.acc, r.target, n, c, r.draft))
-        return (f"Concurrent requests against context length for {r.target.name} on {n:g} × {r.acc.name}: "
-                f"the count halves each time the context doubles; at {c:,.0f} tokens it is {plain:.0f} slots, "
-                f"or {spec:.0f} with the {r.draft.name} draft loaded beside it.")
+        return {"target": r.target.name, "cards": f"{n:g}", "acc": r.acc.name, "ctx": f"{c:,.0f}",
+                "plain": f"{count(plain, 'request')} fit" if plain else "no request fits",
+                "spec": f"and {spec:.0f}" if plain and spec else ("and none" if plain else "nor any"),
+                "draft": r.draft.name}

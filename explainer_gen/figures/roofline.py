@@ -90,8 +90,17 @@ class Roofline(FigureKind):
         return TableView(caption=f"Roofline of the {r.acc.name}, {r.target.name} in bf16",
                          headers=["Point", "FLOP per byte", "TFLOP/s per card", "Share of peak"], rows=rows)
 
-    def describe(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> str:
-        return (f"Log-log roofline of the {r.acc.name}: attainable FLOP/s rises with arithmetic intensity until "
-                f"the ridge at {r.acc.ridge:.0f} FLOP per byte, then stays flat at {r.acc.bf16_tflops:g} TFLOP/s. "
-                f"Decode at batch {sliders['batch'].default:g} sits far down the bandwidth slope; "
-                f"prefill of a {sliders['prompt'].default:g}-token prompt sits on the flat roof.")
+    description = ("Log-log roofline of the {acc}: attainable FLOP/s rises with arithmetic intensity until the "
+                   "ridge at {ridge} FLOP per byte, then stays flat at {peak} TFLOP/s. Decode at a batch of "
+                   "{batch} sits {decode_where}; prefill of a {prompt}-token prompt sits {prefill_where}.")
+
+    def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
+        def where(intensity: float) -> str:
+            if intensity >= r.acc.ridge:
+                return "on the flat roof"
+            return "far down the bandwidth slope" if intensity < r.acc.ridge / 4 else "on the slope below the ridge"
+        batch, prompt = position["batch"], position["prompt"]
+        return {"acc": r.acc.name, "ridge": f"{r.acc.ridge:.0f}", "peak": f"{r.acc.bf16_tflops:g}",
+                "batch": f"{batch:g}", "prompt": f"{prompt:,.0f}",
+                "decode_where": where(cols["intensity"][pick(cols, "decode", batch=batch)][0]),
+                "prefill_where": where(cols["intensity"][pick(cols, "prefill", prompt=prompt)][0])}

@@ -78,10 +78,12 @@ class SamplingCheck(FigureKind):
                      f"{sampling.FIGURE_TOKENS:,} tokens per sampled column, seed {sampling.FIGURE_SEED}"),
             headers=["Token", TARGET, DRAFT, PLAIN, SPEC], rows=rows)
 
-    def describe(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> str:
-        m = at_default(cols, sliders)
-        shares = {s: cols["share"][m & (cols["series"] == s)] for s in (TARGET, DRAFT, PLAIN, SPEC)}
+    description = ("Bar chart of token shares at draft drift {drift}: the draft is {draft} from the target in "
+                   "total variation, while plain and speculative sampling are {plain} and {spec} from it, the "
+                   "size of sampling noise.")
+
+    def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
+        shares = {s: cols["share"][at & (cols["series"] == s)] for s in (TARGET, DRAFT, PLAIN, SPEC)}
         tv = lambda s: 0.5 * float(np.abs(shares[s] - shares[TARGET]).sum())  # noqa: E731
-        return (f"Bar chart of token shares at draft drift {sliders['drift'].default:.1f}: the draft is "
-                f"{tv(DRAFT):.2f} from the target in total variation, while plain and speculative sampling are "
-                f"{tv(PLAIN):.3f} and {tv(SPEC):.3f} from it, the size of sampling noise.")
+        return {"drift": f"{position['drift']:.1f}", "draft": f"{tv(DRAFT):.2f}", "plain": f"{tv(PLAIN):.3f}",
+                "spec": f"{tv(SPEC):.3f}"}

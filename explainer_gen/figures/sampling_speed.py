@@ -76,13 +76,16 @@ class SamplingSpeed(FigureKind):
                      f"(acceptance rate {alpha:.3f}); {sampling.FIGURE_STEPS:,} simulated steps per lookahead"),
             headers=["Lookahead k", "Measured", FORMULA, "Difference"], rows=rows)
 
-    def describe(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> str:
-        m = at_default(cols, sliders) & (cols["series"] == MEASURED)
+    description = ("Points of measured tokens per verify step on the curves E(a, k) for k = 1, 2, 4 and 8; at "
+                   "draft drift {drift} the acceptance rate is {alpha}, and no point is more than {worst} tokens "
+                   "off its curve.")
+
+    def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
+        measured = cols["series"] == MEASURED
         worst = 0.0
         for k in sampling.FIGURE_LOOKAHEADS:
-            got = cols["tokens"][(cols["series"] == MEASURED) & (cols["k"] == k)]
-            want = speculative.expected_tokens(cols["alpha"][(cols["series"] == MEASURED) & (cols["k"] == k)], k)
-            worst = max(worst, float(np.max(np.abs(got - want))))
-        return (f"Points of measured tokens per verify step on the curves E(a, k) for k = 1, 2, 4 and 8; "
-                f"at acceptance {float(cols['alpha'][m][0]):.2f} they fall as the draft drifts, and no point "
-                f"is more than {worst:.2f} tokens off its curve.")
+            mine = measured & (cols["k"] == k)
+            want = speculative.expected_tokens(cols["alpha"][mine], k)
+            worst = max(worst, float(np.max(np.abs(cols["tokens"][mine] - want))))
+        return {"drift": f"{position['drift']:.1f}", "alpha": f"{float(cols['alpha'][at & measured][0]):.2f}",
+                "worst": f"{worst:.2f}"}

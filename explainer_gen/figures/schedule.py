@@ -14,7 +14,7 @@ from models import batching
 
 from ..controls import Resolved, Slider
 from ..theme import BOLD, colour
-from .base import Columns, FigureKind, TableView, register, slider_params, table_data
+from .base import count, Columns, FigureKind, TableView, register, slider_params, table_data
 from .longform import part, stack
 
 SCHEDULERS = {"continuous": "Continuous batching", "static": "Static batching"}
@@ -94,7 +94,9 @@ class BatchSchedule(FigureKind):
                                  f"{r.target.name} on {r.cards} × {r.acc.name}",
                          headers=["Scheduler", "Run time (s)", "Tokens per second", "Slot occupancy"], rows=rows)
 
-    def describe(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> str:
-        return (f"Two timelines of the same {batching.N_REQUESTS} requests in {sliders['batch'].default:g} slots. "
-                "Under static batching, slots sit idle inside each group until its longest request ends; "
-                "under continuous batching, each freed slot takes the next request and the run ends sooner.")
+    description = ("Two timelines of the same {n} requests in {slots}. Under static batching, slots sit idle "
+                   "inside each group until its longest request ends; under continuous batching, each freed slot "
+                   "takes the next request and the run ends sooner.")
+
+    def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
+        return {"n": f"{batching.N_REQUESTS}", "slots": count(position["batch"], "slot")}

@@ -56,9 +56,9 @@ class SpeedupVsBatch(FigureKind):
                                  f"{r.target.name} target, {r.draft.name} draft",
                          headers=["Batch"] + [f"k = {k}" for k in LOOKAHEADS], rows=rows)
 
-    def describe(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> str:
-        m = at_default(cols, sliders)
-        a = sliders["a"].default
-        best = cols["speedup"][m].max()
-        return (f"Line chart of speedup against batch size at acceptance {a:.2f} on {r.cards} × {r.acc.name}: "
-                f"up to {best:.2f}× at small batches, falling below 1× as the batch grows.")
+    description = ("Line chart of speedup against batch size at acceptance {a} on {cards} × {acc}: up to {best} "
+                   "at small batches, falling below 1× as the batch grows.")
+
+    def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
+        return {"a": f"{position['a']:.2f}", "cards": f"{r.cards}", "acc": r.acc.name,
+                "best": f"{cols['speedup'][at].max():.2f}×"}

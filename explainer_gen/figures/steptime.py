@@ -85,13 +85,14 @@ class StepTime(FigureKind):
         return TableView(caption=f"Step time of {r.target.name} on {r.cards} × {r.acc.name}",
                          headers=["Point", "Tokens per pass", "Step time (ms)", "Bound by"], rows=rows)
 
-    def describe(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> str:
-        floor = float(roofline.step_time(r.acc, r.target, r.cards, 1).seconds) * 1e3
-        ridge = roofline.ridge_tokens(r.acc, r.target)
-        return (f"Log-log chart of step time against tokens per pass for {r.target.name} on {r.cards} × "
-                f"{r.acc.name}: flat at {floor:.1f} ms, the time to read the weights, up to about {ridge:.0f} "
-                f"tokens, then rising in proportion to the tokens as arithmetic takes over.")
+    description = ("Log-log chart of step time against tokens per pass for {target} on {cards} × {acc}: flat at "
+                   "{floor}, the time to read the weights, up to about {ridge} tokens, then rising in proportion "
+                   "to the tokens as arithmetic takes over.")
 
+    def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
+        floor = float(roofline.step_time(r.acc, r.target, r.cards, 1).seconds) * 1e3
+        return {"target": r.target.name, "cards": f"{r.cards}", "acc": r.acc.name, "floor": f"{floor:.1f} ms",
+                "ridge": f"{roofline.ridge_tokens(r.acc, r.target):.0f}"}
 
 def _legend_expr() -> str:
     """Readable legend labels for the short `what` codes."""

@@ -67,8 +67,10 @@ class BatchThroughput(FigureKind):
         return TableView(caption=f"Decode of {r.target.name} on {r.cards} × {r.acc.name}",
                          headers=["Batch", "Tokens per second", "ms per output token"], rows=rows)
 
-    def describe(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> str:
-        ridge = roofline.ridge_tokens(r.acc, r.target)
-        return (f"Log-log chart for {r.target.name} on {r.cards} × {r.acc.name}: throughput climbs in "
-                f"proportion to the batch while time per token stays flat, up to a batch of about {ridge:.0f}; "
-                "beyond it throughput flattens and time per token rises.")
+    description = ("Log-log chart for {target} on {cards} × {acc}: throughput climbs in proportion to the batch "
+                   "while time per token stays flat, up to a batch of about {ridge}; beyond it throughput flattens "
+                   "and time per token rises.")
+
+    def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
+        return {"target": r.target.name, "cards": f"{r.cards}", "acc": r.acc.name,
+                "ridge": f"{roofline.ridge_tokens(r.acc, r.target):.0f}"}

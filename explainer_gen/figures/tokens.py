@@ -10,7 +10,7 @@ from models import roofline, speculative
 
 from ..controls import Resolved, Slider
 from ..theme import BOLD
-from .base import Columns, FigureKind, TableView, at_default, register, slider_filter, slider_params, table_data
+from .base import count, Columns, FigureKind, TableView, at_default, register, slider_filter, slider_params, table_data
 
 N_TOKENS = 48
 SEED = 20230211  # fixed so every build draws the same outcomes
@@ -128,9 +128,11 @@ class TokenTimeline(FigureKind):
             headers=["Lane", "Target passes", "Tokens made", "Guesses accepted", "Guesses rejected", "Total time"],
             rows=rows)
 
-    def describe(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> str:
-        i = int(np.argmax(at_default(cols, sliders)))
-        return (f"Timeline of {N_TOKENS} tokens on {r.cards} × {r.acc.name}: plain decoding takes "
-                f"{cols['plain_total_ms'][i]:.0f} ms over {N_TOKENS} weight reads; speculative decoding at acceptance "
-                f"{cols['a'][i]:.2f} and lookahead {int(cols['k'][i])} takes {cols['spec_total_ms'][i]:.0f} ms over "
-                f"{int(cols['steps'][i])} verify passes.")
+    description = ("Timeline of {n} tokens on {cards} × {acc}: plain decoding takes {plain} over {n} weight "
+                   "reads; speculative decoding at acceptance {a} and lookahead {k} takes {spec} over {passes}.")
+
+    def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
+        i = int(np.argmax(at))
+        return {"n": f"{N_TOKENS}", "cards": f"{r.cards}", "acc": r.acc.name,
+                "plain": f"{cols['plain_total_ms'][i]:.0f} ms", "a": f"{cols['a'][i]:.2f}", "k": f"{int(cols['k'][i])}",
+                "spec": f"{cols['spec_total_ms'][i]:.0f} ms", "passes": count(cols["steps"][i], "verify pass", "verify passes")}
