@@ -1,0 +1,122 @@
+"""What a screen reader hears: figure descriptions true to the state shown, and one polite
+announcement of what changed once the reader pauses."""
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from explainer_gen.artifacts import build_figure, fill, template_fields, text_at
+from explainer_gen.figures import REGISTRY
+from explainer_gen.pages import build_page
+from helpers import REPO
+
+PAGES = sorted((REPO / "docs" / "explainers").glob("*.md"))
+
+
+def page_figures(path: Path, cat) -> list:
+    made = []
+    build_page(path.read_text(), str(path), cat, lambda req: (made.append((req, build_figure(req, cat))), made[-1][1])[1],
+               10**9, lambda identity, make: make())
+    return made
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
+def test_compact_descriptions_agree_with_every_grid_point(path, cat):
+    """`describe_positions` finds each field's sliders by moving one slider at a time; here every
+    combination of slider positions is evaluated directly, so a field that changes only when two
+    sliders move together would be caught."""
+    for req, art in page_figures(path, cat):
+        kind = REGISTRY[req.kind]
+        fields = template_fields(kind.description)
+        axes = list(req.sliders.values())
+        for scenario in req.scenarios[:2]:
+            r = scenario.resolve(cat)
+            cols = kind.compute(r, {s.name: s.values() for s in axes})
+            compact = art.describe["values"][scenario.key]
+            for combo in itertools.product(*(s.values() for s in axes)):
+                position = {s.name: float(v) for s, v in zip(axes, combo)}
+                at = np.ones(len(next(iter(cols.values()))), dtype=bool)
+                for s in axes:
+                    at &= abs(cols[s.name] - position[s.name]) < s.step / 2
+                want = kind.facts(cols, at, r, position)
+                got = {f: text_at(compact[f], position, req.sliders) for f in fields}
+                assert got == {f: str(want[f]) for f in fields}, (req.kind, scenario.key, position)
+
+
+def test_static_description_is_the_default_state(site):
+    """The picture's text alternative names the default state's numbers, not a template."""
+    html = (site / "explainers/speculative-decoding/index.html").read_text()
+    desc = re.search(r'<p class="eg-desc" id="([^"]+)">([^<]*)</p>', html)
+    assert desc and "{" not in desc.group(2)
+    assert "acceptance 0.80 and lookahead 4" in desc.group(2)
+    assert f'aria-labelledby="{desc.group(1)}"' in html
+
+
+def _payload(site: Path, page: str, index: int) -> dict:
+    html = (site / page / "index.html").read_text()
+    url = re.findall(r'data-eg-figure="([^"]+)"', html)[index]
+    return json.loads((site / page / url).resolve().read_text())
+
+
+def test_description_follows_the_sliders_and_the_switch(browser, base_url, site):
+    page = browser.new_page()
+    page.goto(base_url + "explainers/speculative-decoding/")
+    fig = page.locator(".eg-figure").first
+    desc = fig.locator(".eg-desc")
+    before = desc.text_content()
+    slider = fig.get_by_role("slider", name="Acceptance rate")
+    slider.focus()
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_function("e => e.textContent.includes('acceptance 0.70')", arg=desc.element_handle())
+    # The words are the template filled with the texts precomputed for a = 0.7, k = 4.
+    payload = _payload(site, "explainers/speculative-decoding", 0)
+    d = payload["describe"]
+    from explainer_gen.figures.tokens import TokenTimeline
+    sliders = TokenTimeline.sliders
+    texts = [text_at(d["values"][payload["default"]][f], {"a": 0.7, "k": 4}, sliders) for f in d["fields"]]
+    assert desc.text_content() == fill(d["template"], d["fields"], texts) != before
+    # A different accelerator changes the figure, and so its description.
+    page.select_option("select[data-eg-switch=accelerator]", "h200")
+    page.wait_for_function("e => e.textContent.includes('H200')", arg=desc.element_handle())
+    page.close()
+
+
+def test_one_polite_announcement_after_a_pause(browser, base_url):
+    page = browser.new_page()
+    page.goto(base_url + "explainers/speculative-decoding/")
+    region = page.locator(".eg-announce")
+    assert region.get_attribute("aria-live") == "polite" and region.get_attribute("role") == "status"
+    # Visually hidden, but in the accessibility tree (not display: none).
+    assert region.evaluate("e => getComputedStyle(e).display") != "none"
+    slider = page.locator(".eg-figure").first.get_by_role("slider", name="Acceptance rate")
+    slider.focus()
+    for _ in range(3):
+        page.keyboard.press("ArrowLeft")
+        page.wait_for_timeout(100)
+    assert region.text_content() == ""  # nothing while the reader is still moving
+    page.wait_for_function("() => document.querySelector('.eg-announce').textContent !== ''", timeout=3000)
+    said = region.text_content()
+    assert "65%" in said  # the sentence whose acceptance number changed, with its new value
+    # Hover cards are not read out as part of a sentence.
+    assert "gamma" not in said and "Leviathan" not in said
+    assert len(said) < 800
+    page.close()
+
+
+def test_a_slider_that_moves_no_prose_announces_the_figure(browser, base_url):
+    page = browser.new_page()
+    page.goto(base_url + "explainers/speculative-decoding/")
+    figs = page.locator(".eg-figure")
+    drift = next(f for f in figs.all() if f.get_by_role("slider", name=re.compile("drift", re.I)).count()
+                 and "share" in (f.locator(".eg-desc").text_content() or ""))
+    drift.get_by_role("slider").first.focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("() => document.querySelector('.eg-announce').textContent !== ''", timeout=3000)
+    assert page.locator(".eg-announce").text_content().strip() == drift.locator(".eg-desc").text_content().strip()
+    page.close()
