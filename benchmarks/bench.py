@@ -1,17 +1,33 @@
-"""Speed and size of the generator and the site it builds. Prints ratios; asserts nothing.
+"""Speed and size of the generator and the site it builds. Prints values next to their
+targets ("ok"/"MISS"); asserts nothing.
 
-    python benchmarks/bench.py            # everything
+    python benchmarks/bench.py            # everything (several minutes: 12 Lighthouse runs)
     python benchmarks/bench.py --no-browser
+    python benchmarks/bench.py --keep-lighthouse DIR   # also keep every Lighthouse JSON report
 
-Targets (from the issues): model share of a cold build < 5%; cold build <= 2.0x a plain
-Material build of the same pages; cached rebuild after a prose edit <= 1.15x; figure data
-<= 100 KB gzip per page; slider input to repaint median < 16 ms.
+Targets (from the issues):
+  build    model share of a cold build < 5%; cold build <= 2.0x a plain Material build of the
+           same pages; cached rebuild after a prose edit <= 1.15x; figure data <= 100 KB gzip
+           per page.
+  readers  (issue 11, "Speed for readers")
+           slider input to redrawn marks, on every page with figures: median < 16 ms and
+           p95 < 25 ms over 60 moves;
+           Lighthouse 12.2.3 on every explainer page (docs/explainers/*), its default mobile
+           emulation with simulated throttling, median of 3 runs: performance >= 95,
+           accessibility 100, best practices 100, cumulative layout shift 0.
+
+Slider timing: in headless Chromium, each move sets the slider's value and dispatches its
+`input` event at the start of an animation frame (where Chromium delivers a dragged slider's
+input). The clock stops once every live view that the slider's param drives (two on the
+speculative-decoding page, whose `a` drives two figures) has finished the Vega run the loader
+starts and the browser has rendered (style, layout, paint) the frame that shows the new marks.
 """
 from __future__ import annotations
 
 import argparse
 import gzip
 import json
+import math
 import os
 import re
 import shutil
@@ -67,24 +83,102 @@ def page_weights(site: Path) -> list[dict]:
     return rows
 
 
-def slider_latency(site: Path, moves: int = 50) -> dict:
+SLIDER_MOVES = """async (moves) => {
+  const live = window.explainerGen.figures();
+  const viewsOf = (name) => live.filter(f => f.params.indexOf(name) >= 0).map(f => f.result.view);
+  const figuresWith = (name) => Array.prototype.filter.call(document.querySelectorAll('.eg-figure'),
+    el => el.querySelector('.eg-controls input[data-eg-param="' + name + '"]')).length;
+  // The slider of a live figure whose param drives the most live views (the first on a tie).
+  let input = null, views = [];
+  for (const el of document.querySelectorAll('.eg-figure.eg-live input[type=range][data-eg-param]')) {
+    const vs = viewsOf(el.getAttribute('data-eg-param'));
+    if (vs.length > views.length) { input = el; views = vs; }
+  }
+  if (!input) return null;
+  const name = input.getAttribute('data-eg-param');
+  // Moves alternate between an end (max, then min, ...) and an intermediate position (walking
+  // through the range), so every move sets a value other than the one before it.
+  const min = +input.min, max = +input.max, step = +input.step || 1;
+  const last = Math.round((max - min) / step);
+  const decimals = (String(step).split('.')[1] || '').length;
+  const at = (i) => (min + i * step).toFixed(decimals);
+  const inner = [];
+  for (const f of [0.5, 0.25, 0.75, 0.125, 0.625, 0.375, 0.875]) {
+    const i = Math.min(last - 1, Math.max(1, Math.round(f * last)));
+    if (last > 1 && inner.indexOf(i) < 0) inner.push(i);
+  }
+  const positions = [];
+  for (let m = 0; m < moves; m++) {
+    if (m % 2 === 0) positions.push((m / 2) % 2 === 0 ? last : 0);
+    else positions.push(inner.length ? inner[((m - 1) / 2) % inner.length] : (positions[m - 1] ? 0 : last));
+  }
+  if (+input.value === +at(positions[0])) positions.unshift(0);
+  // The loader answers an input with view.signal(name, value).runAsync() on each view the
+  // param drives: catch those runs (their promises settle once Vega has re-rendered the SVG).
+  let pending = null;
+  const own = views.map(v => Object.prototype.hasOwnProperty.call(v, 'runAsync'));
+  const originals = views.map(v => v.runAsync);
+  views.forEach((v, k) => {
+    v.runAsync = function () { const p = originals[k].apply(this, arguments); if (pending) pending.push(p); return p; };
+  });
+  let mutated = new Set();  // the views whose marks changed in this move
+  const observers = views.map((v, k) => {
+    const o = new MutationObserver(() => mutated.add(k));
+    o.observe(v.container(), {subtree: true, childList: true, attributes: true, characterData: true});
+    return o;
+  });
+  const frame = () => new Promise(r => requestAnimationFrame(() => r()));
+  // A task posted during a frame's animation callbacks runs once that frame's rendering
+  // (style, layout, paint) is done.
+  const afterRendering = () => new Promise(r => {
+    const ch = new MessageChannel();
+    ch.port1.onmessage = () => r(performance.now());
+    ch.port2.postMessage(0);
+  });
+  const rows = [];
+  let missedRuns = 0, unchanged = 0;
+  try {
+    for (const i of positions) {
+      await new Promise(r => setTimeout(r, 20));
+      await frame();                 // what follows runs in this frame's animation callbacks
+      pending = []; mutated = new Set();
+      const t0 = performance.now();
+      input.value = at(i);
+      input.dispatchEvent(new Event('input', {bubbles: true}));
+      const tHandler = performance.now();
+      const runs = pending;
+      pending = null;
+      let rendered = false;
+      const thisFrame = afterRendering().then(t => { rendered = true; return t; });
+      await Promise.all(runs);       // every view the param drives has re-run and redrawn its SVG
+      const tRuns = performance.now();
+      // The first frame rendered after the runs: this one if they finished inside it.
+      const t1 = rendered ? await frame().then(afterRendering) : await thisFrame;
+      rows.push([t1 - t0, tHandler - t0, tRuns - tHandler, t1 - tRuns]);
+      if (runs.length < views.length) missedRuns++;
+      if (mutated.size < views.length) unchanged++;
+    }
+  } finally {
+    views.forEach((v, k) => { if (own[k]) v.runAsync = originals[k]; else delete v.runAsync; });
+    observers.forEach(o => o.disconnect());
+  }
+  return {param: name, views: views.length, figures_with_param: figuresWith(name), rows,
+          missed_runs: missedRuns, unchanged_moves: unchanged};
+}"""
+
+
+def p95(values: list[float]) -> float:
+    """Nearest-rank 95th percentile."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def slider_latency(site: Path, moves: int = 60) -> dict:
+    """Slider input to redrawn marks on every page with figures (see the module docstring)."""
     from playwright.sync_api import sync_playwright
 
     from helpers import CHROMIUM, CHROMIUM_ARGS, serve, wait_for_figures
 
-    script = """async (moves) => {
-      const input = document.querySelector('.eg-figure.eg-live input[type=range]');
-      const times = [];
-      for (let i = 0; i < moves; i++) {
-        const t0 = performance.now();
-        input.value = (i % 2) ? input.min : input.max;
-        input.dispatchEvent(new Event('input', {bubbles: true}));
-        await new Promise(r => requestAnimationFrame(() => r()));
-        times.push(performance.now() - t0);
-        await new Promise(r => setTimeout(r, 20));
-      }
-      return times;
-    }"""
     out = {}
     with serve(site) as base, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -96,34 +190,184 @@ def slider_latency(site: Path, moves: int = 50) -> dict:
             page.goto(base + ("" if rel == "." else rel + "/"))
             wait_for_figures(page)  # every figure live first, so no embedding lands in the timings
             page.wait_for_timeout(300)
-            times = sorted(page.evaluate(script, moves))
-            out[rel] = {"median_ms": statistics.median(times), "p95_ms": times[int(0.95 * (len(times) - 1))]}
+            got = page.evaluate(SLIDER_MOVES, moves)
+            if not got:
+                out[rel] = None
+                continue
+            total, handler, vega, paint = (list(col) for col in zip(*got.pop("rows")))
+            out[rel] = {**got, "moves": len(total), "median_ms": statistics.median(total), "p95_ms": p95(total),
+                        "handler_ms": statistics.median(handler), "vega_ms": statistics.median(vega),
+                        "paint_ms": statistics.median(paint)}
         browser.close()
     return out
 
 
-def lighthouse(site: Path, page: str = "explainers/speculative-decoding/") -> dict | None:
-    """Lighthouse 12.2.3 (npx) on Debian's Chromium against a gzip-serving local copy."""
-    import shutil as sh
+LIGHTHOUSE = "lighthouse@12.2.3"
+LH_CATEGORIES = ("performance", "accessibility", "best-practices")
+
+
+def lighthouse_run(base: str, page: str, out: Path) -> dict | str:
+    """One Lighthouse run (npx, Debian's Chromium, default mobile settings): its JSON report,
+    or why it could not run."""
     import subprocess
 
-    from helpers import CHROMIUM, CHROMIUM_ARGS, serve
+    from helpers import CHROMIUM, CHROMIUM_ARGS
+
+    out.unlink(missing_ok=True)
+    cmd = ["npx", "-y", LIGHTHOUSE, base + page, f"--only-categories={','.join(LH_CATEGORIES)}",
+           "--output=json", f"--output-path={out}", "--quiet", f"--chrome-flags={' '.join(CHROMIUM_ARGS)}"]
+    try:
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                             env={**os.environ, "CHROME_PATH": CHROMIUM})
+    except subprocess.TimeoutExpired:
+        return "timed out after 600 s"
+    if run.returncode != 0 or not out.exists():
+        return (run.stderr.strip() or run.stdout.strip())[-300:]
+    report = json.loads(out.read_text())
+    if report.get("runtimeError"):
+        return str(report["runtimeError"])
+    return report
+
+
+def lighthouse_summary(reports: list[dict]) -> dict:
+    """One page's Lighthouse reports: median category scores, CLS and total blocking time, and
+    every audit that scored below 1 in some run (those with a weight cost points)."""
+    def median_score(cat: str) -> float:
+        got = [r["categories"][cat]["score"] * 100 for r in reports
+               if r["categories"].get(cat, {}).get("score") is not None]
+        return statistics.median(got) if got else float("nan")
+
+    below: dict = {}
+    for r in reports:
+        for cat in LH_CATEGORIES:
+            for ref in r["categories"][cat]["auditRefs"]:
+                audit = r["audits"][ref["id"]]
+                if audit.get("score") is None or audit["score"] >= 1:
+                    continue
+                row = below.setdefault((cat, ref["id"]), {
+                    "category": cat, "id": ref["id"], "title": audit["title"], "weight": ref.get("weight", 0),
+                    "runs": 0, "scores": [], "values": []})
+                row["runs"] += 1
+                row["scores"].append(audit["score"])
+                row["values"].append(audit.get("displayValue", ""))
+    return {"runs": len(reports),
+            "scores": {c: median_score(c) for c in LH_CATEGORIES},
+            "run_scores": {c: [round(r["categories"][c]["score"] * 100) for r in reports
+                               if r["categories"].get(c, {}).get("score") is not None] for c in LH_CATEGORIES},
+            "cls": statistics.median(r["audits"]["cumulative-layout-shift"]["numericValue"] for r in reports),
+            "tbt_ms": statistics.median(r["audits"]["total-blocking-time"]["numericValue"] for r in reports),
+            "below": sorted(below.values(), key=lambda a: (-a["weight"], a["category"], a["id"]))}
+
+
+def lighthouse_pages(site: Path, runs: int = 3, keep: Path | None = None) -> dict:
+    """Lighthouse on every explainer page, `runs` runs each, against a gzip-serving local copy;
+    each page summarised by lighthouse_summary."""
+    import shutil as sh
+
+    from helpers import serve
 
     if not sh.which("npx"):
-        return None
-    out = site.parent / "lighthouse.json"
+        return {"error": "npx not found"}
+    pages = sorted(str(p.relative_to(site).parent) + "/" for p in (site / "explainers").rglob("index.html")
+                   if p.parent != site / "explainers")
+    results: dict = {"pages": {}, "warnings": set(), "benchmark_index": []}
     with serve(site, compress=True) as base:
-        cmd = ["npx", "-y", "lighthouse@12.2.3", base + page, "--only-categories=performance,accessibility",
-               "--output=json", f"--output-path={out}", "--quiet", f"--chrome-flags={' '.join(CHROMIUM_ARGS)}"]
-        run = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, "CHROME_PATH": CHROMIUM})
-    if run.returncode != 0 or not out.exists():
-        print(f"lighthouse could not run: {run.stderr.strip()[-300:]}")
-        return None
-    report = json.loads(out.read_text())
-    scores = {k: round(v["score"] * 100) for k, v in report["categories"].items()}
-    metrics = {k: report["audits"][k]["displayValue"] for k in
-               ("first-contentful-paint", "largest-contentful-paint", "total-blocking-time", "cumulative-layout-shift")}
-    return {"scores": scores, "metrics": metrics}
+        for page in pages:
+            reports, errors = [], []
+            for i in range(runs):
+                out = site.parent / f"lighthouse-{page.strip('/').replace('/', '-')}-{i + 1}.json"
+                got = lighthouse_run(base, page, out)
+                if isinstance(got, str):
+                    errors.append(got)
+                    continue
+                reports.append(got)
+                if keep:
+                    keep.mkdir(parents=True, exist_ok=True)
+                    sh.copy(out, keep / out.name)
+            if not reports:
+                results["pages"][page] = {"error": errors[-1] if errors else "no report"}
+                continue
+            results["pages"][page] = {**lighthouse_summary(reports), "errors": errors}
+            results["settings"] = reports[0]["configSettings"]
+            results["version"] = reports[0]["lighthouseVersion"]
+            results["warnings"].update(w for r in reports for w in r.get("runWarnings", []))
+            results["benchmark_index"] += [r["environment"].get("benchmarkIndex") for r in reports]
+    return results
+
+
+def verdict(ok: bool) -> str:
+    return "ok" if ok else "MISS"
+
+
+def print_slider(rows: dict, moves: int) -> None:
+    print(f"\nslider input -> marks redrawn and painted, {moves} moves per page, alternating slider ends and "
+          f"intermediate positions\n(targets: median < 16 ms, p95 < 25 ms on every page; the slider whose "
+          f"param drives the most live views)")
+    if hasattr(os, "getloadavg"):
+        print(f"  headless Chromium on {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} "
+              f"when the timing starts")
+    for rel, t in rows.items():
+        if t is None:
+            print(f"  {rel + '/':36} no slider in a live figure")
+            continue
+        print(f"  {rel + '/':36} median {t['median_ms']:6.1f} ms {verdict(t['median_ms'] < 16):4}   "
+              f"p95 {t['p95_ms']:6.1f} ms {verdict(t['p95_ms'] < 25):4}   slider '{t['param']}', "
+              f"{t['views']} view{'s' if t['views'] != 1 else ''}")
+        print(f"  {'':36}   medians of the parts: input handler + Vega dataflow {t['handler_ms']:.1f} ms, "
+              f"Vega SVG render {t['vega_ms']:.1f} ms, to the frame painted {t['paint_ms']:.1f} ms")
+        notes = []
+        if t["views"] < t["figures_with_param"]:
+            notes.append(f"only {t['views']} of {t['figures_with_param']} figures with '{t['param']}' were live")
+        if t["missed_runs"]:
+            notes.append(f"{t['missed_runs']} moves did not start a run on every view")
+        if t["unchanged_moves"]:
+            notes.append(f"{t['unchanged_moves']} moves left some view's marks unchanged")
+        for note in notes:
+            print(f"  {'':36}   NOTE {note}")
+
+
+def print_lighthouse(lh: dict, runs: int) -> None:
+    if "error" in lh:
+        print(f"\nlighthouse could not run: {lh['error']}")
+        return
+    st = lh.get("settings", {})
+    throttling = st.get("throttling", {})
+    print(f"\nlighthouse {lh.get('version', '?')} on every explainer page, {runs} runs per page, medians. Lighthouse's "
+          f"default settings, as the issue measured:\n  {st.get('formFactor', '?')} emulation, "
+          f"{st.get('throttlingMethod', '?')} throttling (RTT {throttling.get('rttMs', '?')} ms, "
+          f"{throttling.get('throughputKbps', '?')} Kbps, CPU x{throttling.get('cpuSlowdownMultiplier', '?')}); "
+          f"pages served gzip from 127.0.0.1")
+    bench = [b for b in lh["benchmark_index"] if b]
+    if bench:
+        print(f"  this machine's Lighthouse benchmark index: median {statistics.median(bench):.0f}")
+    for w in sorted(lh["warnings"]):
+        print(f"  lighthouse warning: {' '.join(w.split())}")
+    targets = {"performance": (lambda v: v >= 95, ">= 95"), "accessibility": (lambda v: v >= 100, "100"),
+               "best-practices": (lambda v: v >= 100, "100")}
+
+    def below_text(a: dict, runs_done: int) -> str:
+        values = " / ".join(v for v in a["values"] if v)
+        return f"below 1 in {a['runs']}/{runs_done} runs" + (f": {values}" if values else "")
+
+    for page, r in lh["pages"].items():
+        print(f"  {page}")
+        if "error" in r:
+            print(f"    lighthouse could not run: {r['error']}")
+            continue
+        for cat in LH_CATEGORIES:
+            value = r["scores"][cat]
+            ok, target = targets[cat]
+            each = ", ".join(str(v) for v in r["run_scores"][cat])
+            print(f"    {cat:16} {value:7.0f}   target {target:6} {verdict(ok(value)):4}   (runs: {each})")
+        print(f"    {'CLS':16} {r['cls']:7.4g}   target {'0':6} {verdict(r['cls'] == 0):4}")
+        print(f"    {'total blocking':16} {r['tbt_ms']:7.0f} ms (no target)")
+        if r["runs"] < runs:
+            print(f"    only {r['runs']} of {runs} runs completed: {r['errors'][-1]}")
+        for a in (a for a in r["below"] if a["weight"]):
+            print(f"    costs points: [{a['category']}] {a['title']} ({a['id']}, weight {a['weight']}, scores "
+                  f"{', '.join(f'{x:.2f}' for x in a['scores'])}; {below_text(a, r['runs'])})")
+        for a in (a for a in r["below"] if not a["weight"]):
+            print(f"    no weight:    [{a['category']}] {a['title']} ({a['id']}; {below_text(a, r['runs'])})")
 
 
 def fresh_build(config: Path, site_dir: Path, cache_dir: Path | None, enabled: bool = True) -> tuple[float, float]:
@@ -135,7 +379,9 @@ def fresh_build(config: Path, site_dir: Path, cache_dir: Path | None, enabled: b
 
     out = subprocess.run([sys.executable, __file__, "--one-build", str(config), str(site_dir),
                           str(cache_dir or ""), "1" if enabled else "0"],
-                         capture_output=True, text=True, check=True)
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"build of {site_dir} failed:\n{out.stderr.strip()[-2000:]}")
     result = json.loads(out.stdout.strip().splitlines()[-1])
     return result["seconds"], result["model_seconds"]
 
@@ -152,6 +398,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--no-browser", action="store_true")
     ap.add_argument("--one-build", nargs=4)
+    ap.add_argument("--keep-lighthouse", type=Path, metavar="DIR", help="copy every Lighthouse JSON report here")
     args = ap.parse_args()
     if args.one_build:
         one_build(*args.one_build)
@@ -210,13 +457,9 @@ def main() -> None:
         bundle = next((work / "cold0/assets/explainer").glob("vega-*.js"))
         print(f"\nvega bundle {gz(bundle):,d} bytes gzip, one URL for every figure page: {bundle.name}")
         if not args.no_browser:
-            print("\nslider input -> next animation frame, 50 moves (target median < 16 ms)")
-            for rel, t in slider_latency(work / "cold0").items():
-                print(f"  {rel:38} median {t['median_ms']:6.2f} ms   p95 {t['p95_ms']:6.2f} ms")
-            lh = lighthouse(work / "cold0")
-            if lh:
-                print(f"\nlighthouse, speculative-decoding page (targets: performance >= 95, accessibility 100): "
-                      f"{lh['scores']}  {lh['metrics']}")
+            moves, runs = 60, 3
+            print_slider(slider_latency(work / "cold0", moves), moves)
+            print_lighthouse(lighthouse_pages(work / "cold0", runs, args.keep_lighthouse), runs)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
