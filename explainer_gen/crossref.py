@@ -60,7 +60,7 @@ class CrossRefs:
         bib = load_bibliography(docs_dir / BIB_PATH, f"{docs_display}/{BIB_PATH}")
         glossary = load_glossary(docs_dir / GLOSSARY_PATH, f"{docs_display}/{GLOSSARY_PATH}")
         pages: dict[str, PageInfo] = {}
-        raw_next: dict[str, list[tuple[str, int]]] = {}
+        raw_next: dict[str, list[tuple[str, int, str]]] = {}
         marker_lines: dict[str, int] = {}
         for src in sources:
             front, offset = split_front_matter(src.text)
@@ -90,7 +90,7 @@ class CrossRefs:
                 raise SourceError(pages[uri].path, line, "glossary terms need a glossary page: "
                                   "a page holding <!-- explainer: glossary -->")
         for uri, items in raw_next.items():
-            pages[uri].read_next = links.resolve_read_next(items, pages, bib, has_feed, pages[uri].path)
+            pages[uri].read_next = links.resolve_read_next(items, pages, bib, has_feed, pages[uri].path, uri)
         return cls(bib, glossary, pages, list(nav_order))
 
     # -- rendering; `urls` maps src_uri -> site URL, `rel` makes a site URL page-relative --

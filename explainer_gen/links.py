@@ -2,7 +2,8 @@
 
 A page's `read_next:` front matter lists pages (paths relative to docs/) and feed entries
 (`@key`); what is shown for each comes from the target's own front matter or from the
-bibliography, so no title is ever typed twice.
+bibliography, so no title is ever typed twice. An item may carry a `why:`, the author's
+reason to read it next, shown instead of the target's description.
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from models.yamlsource import SourceError, SourceMap, closest
+from models.yamlsource import SourceError, SourceMap, closest, line_of
 
 from .bibliography import Bibliography, author_list_short
 from .markup import esc
@@ -27,6 +28,7 @@ class ReadNext:
     target: str   # a page's src_uri, or a bibliography key
     is_paper: bool
     line: int
+    why: str = ""   # the author's reason to read it next; else the target's own description
 
 
 @dataclass
@@ -79,31 +81,74 @@ def find_placeholders(lines: list[str], skip: set[int], path: str) -> dict[str, 
     return found
 
 
-def parse_read_next(meta: Any, front_lines: list[str], path: str) -> list[tuple[str, int]]:
-    """The raw `read_next` items with their lines in the file (front matter starts at line 2)."""
+def parse_read_next(meta: Any, front_lines: list[str], path: str) -> list[tuple[str, int, str]]:
+    """The raw `read_next` items as (target, line in the file, why); front matter starts at line 2.
+
+    An item is a page path or "@key", or a mapping `{page: path, why: text}` or
+    `{paper: "@key", why: text}` whose `why` says why to read that next.
+    """
     if not isinstance(meta, dict) or "read_next" not in meta:
         return []
     key_line = meta.line_of("read_next") if isinstance(meta, SourceMap) else 2
     raw = meta["read_next"]
-    if not isinstance(raw, list) or not all(isinstance(x, str) and x.strip() for x in raw):
-        raise SourceError(path, key_line, "read_next must be a list of page paths (relative to docs/) "
-                          "and feed keys such as '@leviathan2023'")
-    # Items carry no line of their own: find each one's text, searching on from the last.
+    if not isinstance(raw, list):
+        raise SourceError(path, key_line, "read_next must be a list of page paths (relative to docs/), "
+                          "feed keys such as '@leviathan2023', or {page: ..., why: ...} / {paper: ..., why: ...}")
+    # Plain items carry no line of their own: find each one's text, searching on from the last.
     out, cursor = [], max(key_line - 2, 0)   # index into front_lines
     for item in raw:
+        if isinstance(item, dict):
+            line = line_of(item, default=key_line)
+            if isinstance(item, SourceMap) and item.key_lines:
+                cursor = max(cursor, max(item.key_lines.values()) - 2)
+            out.append(_read_next_mapping(item, line, path))
+            continue
         line = key_line
+        text = str(item).strip() if item is not None else ""
         for j in range(cursor, len(front_lines)):
-            if item.strip() in front_lines[j]:
+            if text and text in front_lines[j]:
                 line, cursor = j + 2, j
                 break
-        out.append((item.strip(), line))
+        if not isinstance(item, str) or not text:
+            raise SourceError(path, line, f"read_next: {item!r} is not a page path, a feed key such as "
+                              "'@leviathan2023', or {page: ..., why: ...}")
+        out.append((text, line, ""))
     return out
 
 
-def resolve_read_next(items: list[tuple[str, int]], pages: dict[str, PageInfo], bib: Bibliography,
-                      has_feed: bool, path: str) -> list[ReadNext]:
-    out = []
-    for item, line in items:
+READ_NEXT_KEYS = ("page", "paper", "why")
+
+
+def _read_next_mapping(item: dict, line: int, path: str) -> tuple[str, int, str]:
+    for key in item:
+        if key not in READ_NEXT_KEYS:
+            raise SourceError(path, line_of(item, key, line),
+                              f"read_next: unknown key {key!r}; {closest(str(key), READ_NEXT_KEYS)}")
+    kinds = [k for k in ("page", "paper") if k in item]
+    if len(kinds) != 1:
+        raise SourceError(path, line, "read_next: an item needs exactly one of 'page' (a path relative to "
+                          "docs/) or 'paper' (a feed key such as '@leviathan2023')")
+    kind = kinds[0]
+    target = item[kind]
+    if not isinstance(target, str) or not target.strip():
+        raise SourceError(path, line_of(item, kind, line), f"read_next: {kind} must be a non-empty string")
+    target = target.strip()
+    if kind == "paper" and not target.startswith("@"):
+        target = "@" + target
+    if kind == "page" and target.startswith("@"):
+        raise SourceError(path, line_of(item, kind, line),
+                          f"read_next: {target!r} is a feed key; write it as paper: {target!r}")
+    why = item.get("why", "")
+    if not isinstance(why, str) or ("why" in item and not why.strip()):
+        raise SourceError(path, line_of(item, "why", line), "read_next: why must be a sentence of text")
+    return target, line, " ".join(why.split())
+
+
+def resolve_read_next(items: list[tuple[str, int, str]], pages: dict[str, PageInfo], bib: Bibliography,
+                      has_feed: bool, path: str, src_uri: str = "") -> list[ReadNext]:
+    out: list[ReadNext] = []
+    seen: dict[str, int] = {}
+    for item, line, why in items:
         if item.startswith("@"):
             key = item[1:]
             if key not in bib:
@@ -112,37 +157,61 @@ def resolve_read_next(items: list[tuple[str, int]], pages: dict[str, PageInfo], 
             if not has_feed:
                 raise SourceError(path, line, f"read_next: {item!r} needs a feed page "
                                   "(a page holding <!-- explainer: feed -->)")
-            out.append(ReadNext(key, True, line))
-            continue
-        target = posixpath.normpath(item.lstrip("/"))
-        if target.endswith("/"):
-            target += "index.md"
-        if target not in pages:
-            raise SourceError(path, line, f"read_next: no page {item!r} in docs/; "
-                              f"{closest(target, sorted(pages))}")
-        out.append(ReadNext(target, False, line))
+            entry = ReadNext(key, True, line, why)
+        else:
+            target = posixpath.normpath(item.lstrip("/"))
+            if item.endswith("/") or target == ".":
+                target = posixpath.normpath(posixpath.join(target, "index.md"))
+            if target not in pages:
+                raise SourceError(path, line, f"read_next: no page {item!r} in docs/; "
+                                  f"{closest(target, sorted(pages))}")
+            if target == src_uri:
+                raise SourceError(path, line, f"read_next: {item!r} is this page itself")
+            entry = ReadNext(target, False, line, why)
+        name = ("@" if entry.is_paper else "") + entry.target
+        if name in seen:
+            raise SourceError(path, line, f"read_next: {item!r} is already listed on line {seen[name]}")
+        seen[name] = line
+        out.append(entry)
     return out
+
+
+# Read next groups, always in this order whatever the order in front matter: the explainers
+# that continue the argument, then the papers, then any other page (such as the glossary).
+READ_NEXT_GROUPS = (("explainers", "Explainers"), ("papers", "From the feed"), ("pages", "Elsewhere on the site"))
+
+
+def read_next_kind(item: ReadNext, pages: dict[str, PageInfo]) -> str:
+    if item.is_paper:
+        return "papers"
+    return "explainers" if pages[item.target].is_explainer else "pages"
 
 
 def read_next_html(items: list[ReadNext], pages: dict[str, PageInfo], bib: Bibliography,
                    href: Callable[[str, str], str]) -> str:
-    """Two groups, like the seed page: explainers (and other pages), then papers.
+    """Groups by kind, as in READ_NEXT_GROUPS; within a group, the order of the front matter.
 
-    `href(src_uri, anchor)` gives a page-relative URL; for papers the src_uri is "@feed".
+    Each entry shows its title and the author's `why`, else the target page's description or,
+    for a paper, its authors, year and note. `href(src_uri, anchor)` gives a page-relative
+    URL; for papers the src_uri is "@feed".
     """
+    def entry(r: ReadNext) -> str:
+        if r.is_paper:
+            paper = bib[r.target]
+            link, title = href("@feed", r.target), paper.title
+            text = f"{author_list_short(paper.surnames)}, {paper.year}. {r.why or paper.note}"
+        else:
+            link, title, text = href(r.target, ""), pages[r.target].title, r.why or pages[r.target].description
+        return (f'<li><a href="{esc(link)}">{esc(title)}</a>' + (f"<p>{esc(text)}</p>" if text else "")
+                + "</li>")
+
     groups = []
-    page_items = [r for r in items if not r.is_paper]
-    paper_items = [r for r in items if r.is_paper]
-    if page_items:
-        lis = "".join(f'<li><a href="{esc(href(r.target, ""))}">{esc(pages[r.target].title)}</a>'
-                      + (f'<p>{esc(pages[r.target].description)}</p>' if pages[r.target].description else "")
-                      + "</li>" for r in page_items)
-        groups.append(f'<li class="eg-read-next-group"><span class="eg-read-next-kind">Explainers</span><ul>{lis}</ul></li>')
-    if paper_items:
-        lis = "".join(f'<li><a href="{esc(href("@feed", r.target))}">{esc(bib[r.target].title)}</a>'
-                      f'<p>{esc(author_list_short(bib[r.target].surnames))}, {bib[r.target].year}. '
-                      f'{esc(bib[r.target].note)}</p></li>' for r in paper_items)
-        groups.append(f'<li class="eg-read-next-group"><span class="eg-read-next-kind">From the feed</span><ul>{lis}</ul></li>')
+    for kind, label in READ_NEXT_GROUPS:
+        members = [r for r in items if read_next_kind(r, pages) == kind]
+        if members:
+            groups.append(f'<li class="eg-read-next-group" data-eg-kind="{kind}">'
+                          f'<span class="eg-read-next-kind">{esc(label)}</span>'
+                          f'<ul>{"".join(entry(r) for r in members)}</ul></li>')
     return f'<ul class="eg-read-next">{"".join(groups)}</ul>'
 
 

@@ -53,6 +53,7 @@ def vocabulary(r: Resolved, catalogue: Catalogue) -> dict[str, Callable]:
         **sibling_vocabulary(r, catalogue),
         "min": np.minimum,
         "max": np.maximum,
+        "round": np.round,  # round(x, 1): to one decimal, so that 162.0 can show as 162 under .4g
     }
 
 
@@ -80,6 +81,18 @@ def sibling_vocabulary(r: Resolved, catalogue: Catalogue) -> dict[str, Callable]
             raise ValueError(f"shape field must be one of {', '.join(SHAPE_FIELDS)}, got {field!r}")
         return float(getattr(r.target if which == "target" else r.draft, field))
 
+    def min_cards(context, draft=0):
+        # The fewest cards on which one request of `context` tokens fits (kvcache.slots >= 1).
+        d = r.draft if draft else None
+        context = np.asarray(context, dtype=float)
+        weights = -kvcache.cache_budget(acc, r.target, 0, d)
+        per_card = kvcache.cache_budget(acc, r.target, 1, d) + weights
+        need = kvcache.cache_bytes_per_token(r.target, d) * context
+        n = np.maximum(np.ceil((weights + need) / per_card), 1.0)
+        fits = lambda k: kvcache.slots(acc, r.target, k, context, d) >= 1  # noqa: E731
+        n = np.where(fits(n), n, n + 1)  # the estimate, corrected for rounding either way
+        return np.where((n > 1) & fits(n - 1), n - 1, n)
+
     def sim_tps(scheduler: str):
         return lambda batch, spread: batching.tokens_per_s(scheduler, batch, spread, acc, r.target, cards)
 
@@ -98,6 +111,7 @@ def sibling_vocabulary(r: Resolved, catalogue: Catalogue) -> dict[str, Callable]
                                                                       r.draft if draft else None),
         "kv_budget": lambda n=cards, draft=0: kvcache.cache_budget(acc, r.target, n, r.draft if draft else None),
         "draft_slots": lambda context, n=cards: kvcache.draft_cost(acc, r.target, r.draft, n, context),
+        "kv_min_cards": min_cards,
         "kv_reserve": lambda: kvcache.RESERVE,
         "kv_bytes_of": lambda key: kvcache.bytes_per_token(catalogue.model(key)),
         # A catalogue shape field (layers, heads, kv_heads, head_dim, hidden) of the target or draft.
@@ -153,7 +167,7 @@ def check_vocabulary() -> dict[str, Callable]:
 
 # Functions whose value does not depend on the page's scenario: an inline number that calls
 # only these (and names only sliders) is evaluated once, not once per scenario choice.
-SCENARIO_FREE = frozenset({"E", "min", "max", "timeline_tokens", "ridge_of", "requests", "mean_tokens",
+SCENARIO_FREE = frozenset({"E", "min", "max", "round", "timeline_tokens", "ridge_of", "requests", "mean_tokens",
                            "max_tokens", "kv_reserve", "kv_bytes_of", "published", "walltime",
                            "ops_increase", "leviathan", "chen", "sampler"})
 

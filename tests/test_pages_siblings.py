@@ -157,15 +157,17 @@ def test_roofline_numbers(site, cat, scenario):
     ridge_batch = int(np.floor(roofline.ridge_tokens(acc, target))) + 1
     expected = [
         show(4, "d"), show(prompt, ",d"), show(st(prompt).seconds, ".1f", "ms"), show(st(1).seconds, ".1f", "ms"),
-        show(prompt, ",d"), show(st(prompt).seconds / st(1).seconds, ".1f", "x"),
+        show(prompt, ",d"), f"{round(float(st(prompt).seconds / st(1).seconds), 1):.4g}\u00a0decode steps",
+        "One phase is waiting on arithmetic, the other on memory.",
         show(st(1).intensity, ".0f"), show(prompt, ",d"), show(st(prompt).intensity, ",.0f"),
         show(acc.flops, ",.0f", "TFLOP/s"), show(acc.bandwidth, ".2f", "TB/s"), show(acc.ridge, ".0f"),
         *[show(cat.accelerator(k).ridge, ".0f") for k in ("a100-80gb", "h100-sxm", "h200", "b200", "mi300x")],
         show(cat.accelerator("h100-sxm").ridge / cat.accelerator("a100-80gb").ridge, ".1f", "x"),
         show(target.weight_bytes(), ".0f", "GB"), show(st(1).compute_s, ".0f", "us"),
         show(st(1).seconds, ".1f", "ms"), show(st(1).utilisation, ".2f", "%"),
-        show(batch, "d"), show(st(batch).seconds, ".1f", "ms"), show(st(batch).utilisation, ".1f", "%"),
-        show(ridge_batch, "d"), show(prompt, ",d"), show(st(prompt).utilisation, ".0f", "%"), show(ridge_batch, "d"),
+        "the batch slider starts at", show(batch, "d"), "where the step takes", show(st(batch).seconds, ".1f", "ms"),
+        show(st(batch).utilisation, ".1f", "%"), ", as above; move the slider and watch the decode point climb the slope.",
+        show(ridge_batch, "d"), show(prompt, ",d"), "sits at", show(st(prompt).utilisation, ".0f", "%"), show(ridge_batch, "d"),
         show(st(1).seconds, ".1f", "ms"), show(st(5).seconds, ".2f", "ms"), show(st(1).seconds, ".2f", "ms"),
     ]
     assert numbers_in(article(page_html(site, "roofline"))) == expected
@@ -182,7 +184,7 @@ def test_batching_numbers(site, scenario):
     expected = [
         show(st(1), ".1f", "ms"), show(batching.N_REQUESTS, "d"), show(batching.MEAN_TOKENS, "d"),
         show(batching.MAX_TOKENS, "d"), show(b, "d"),
-        show(tps("static", b, s), ",.0f"), show(tps("continuous", b, s), ",.0f"),
+        show(tps("static", b, s), ",.0f"), show(tps("continuous", b, s), ",.0f"), ", or",
         show(tps("continuous", b, s) / tps("static", b, s), ".1f", "x"),
         show(tps("static", b, 0.0), ",.0f"), show(tps("continuous", b, 0.0), ",.0f"),
         show(PUBLISHED["yu2022"]["throughput_gain"], ".1f", "x"),
@@ -205,25 +207,31 @@ def test_kv_numbers(site, cat, scenario):
     per_token = kvcache.bytes_per_token(target)
     cost = kvcache.draft_cost(acc, target, draft, n, ctx)
     kw = PUBLISHED["kwon2023"]
+    count = lambda v, noun, spec=",d": f"{show(v, spec)}\u00a0{noun if show(v, spec) == '1' else noun + 's'}"  # noqa: E731
+    ridge_batch = np.floor(roofline.ridge_tokens(acc, target)) + 1
     expected = [
-        show(n, "d"), show(ctx, ",d"), show(slots(n), "d"),
-        show(np.floor(roofline.ridge_tokens(acc, target)) + 1, "d"),
-        show(target.layers, ".0f"), show(target.kv_heads, ".0f"), show(target.head_dim, ".0f"), show(2, "d"),
-        show(per_token, ",.0f", "B"), show(kvcache.bytes_per_token(cat.model("llama-3-70b")), ",.0f", "B"),
-        show(ctx, ",d"), show(per_token * ctx, ".2f", "GB"),
-        show(n, "d"), show(n * acc.memory_bytes, ",.0f", "GB"), show(kvcache.RESERVE, ".0%"),
-        show(target.weight_bytes(), ",.0f", "GB"), show(budget, ",.0f", "GB"), show(budget / per_token, ",.0f"),
-        show(slots(n), "d"), show(slots(2), "d"), show(slots(8), "d"), show(slots(8) / max(slots(2), 1), ".1f"),
+        count(n, "card", "d"), show(ctx, ",d"), target.name, count(slots(n), "request"),
+        ": far below the batch of", show(ridge_batch, "d"), "would become compute-bound.",
+        target.name, show(target.layers, ".0f"), show(target.kv_heads, ".0f"), show(target.head_dim, ".0f"), show(2, "d"),
+        show(per_token, ",.0f", "B"), show(ctx, ",d"), show(per_token * ctx, ".2f", "GB"),
+        count(n, "card", "d"), show(n * acc.memory_bytes, ",.0f", "GB"), show(kvcache.RESERVE, ".0%"),
+        show(target.weight_bytes(), ",.0f", "GB"), "What remains,", show(budget, ",.0f", "GB"),
+        ", is the cache: room for", count(budget / per_token, "token", ",.0f"),
+        " in all. Divided by the context each request may reach, that is", count(slots(n), "slot"),
+        count(slots(2), "request"), show(slots(8), ",d"), ": four times the cards buy",
+        f"{round(float(slots(8) / slots(2)), 1):.4g}", "times the requests.",
         show(draft.weight_bytes(), ".1f", "GB"), show(kvcache.bytes_per_token(draft), ",.0f", "B"),
-        show(cost, "d"), show(slots(n), "d"), show(cost / slots(n), ".0%"),
+        "Here, on", count(n, "card", "d"), ",", "takes", count(cost, "slot"), show(slots(n), ",d"),
+        show(cost / slots(n), ".0%"), ".",
         show(target.heads, ".0f"), show(target.kv_heads, ".0f"), show(target.heads / target.kv_heads, ".0f", "x"),
-        show(budget // (per_token * target.heads / target.kv_heads * ctx), "d"), show(slots(n), "d"),
+        count(n, "card", "d"), "", count(budget // (per_token * target.heads / target.kv_heads * ctx), "request"),
+        show(slots(n), ",d"),
         show(kw["kv_used_low"], ".1%"), show(kw["kv_used_high"], ".1%"),
         show(1 / kw["kv_used_high"], ".1f", "x"), show(1 / kw["kv_used_low"], ".1f", "x"),
         show(kw["throughput_gain_low"], ".0f"), show(kw["throughput_gain_high"], ".0f", "x"),
     ]
     assert numbers_in(article(page_html(site, "kv-cache"))) == expected
-    # The figures: 327,680 bytes per token for Llama 3 70B; a draft costs slots.
+    # The figures: 327,680 bytes per token for Llama 3 70B (the page's default target); a draft costs slots.
     assert "327,680\u00a0bytes" in expected and cost > 0
 
 
@@ -255,7 +263,8 @@ def test_kv_slots_follow_both_sliders_and_the_switch(site, cat):
         acc, target = cat.accelerator(acc_key), cat.model(rest[:-len(draft) - 1])
         for ctx in range(1024, 65537, 1024):
             for n in range(1, 9):
-                texts.append(show(kvcache.slots(acc, target, n, ctx), "d"))
+                shown = show(kvcache.slots(acc, target, n, ctx), ",d")
+                texts.append(f"{shown}\u00a0{'request' if shown == '1' else 'requests'}")
     assert len(state["scenarios"]) == 9
     assert any(n["deps"] == ["scenario", "ctx", "ncards"] and n["texts"] == texts for n in state["numbers"].values())
 

@@ -238,13 +238,16 @@ def test_read_next_comes_from_front_matter(site):
         shown = [("#".join(resolve(url, html_text(h))).rstrip("#"), html_text(t))
                  for h, t in re.findall(r'<li><a href="([^"]+)">([^<]+)</a>', block)]
         expected = []
-        for item in [w for w in wanted if not w.startswith("@")] + [w for w in wanted if w.startswith("@")]:
+        # Items are strings or {page|paper: ..., why: ...}; shown grouped: explainers, papers, other pages.
+        items = [w if isinstance(w, str) else w.get("page") or w["paper"] for w in wanted]
+        for item in sorted(items, key=lambda w: 1 if w.startswith("@") else 0 if w.startswith("explainers/") else 2):
             if item.startswith("@"):
                 title = " ".join(papers[item[1:]]["title"].replace("{", "").replace("}", "").split())
                 expected.append((f"feed/#{item[1:]}", title))
             else:
                 target = REPO / "docs" / item
-                expected.append((f"{item[:-3]}/", front_matter(target)["title"]))
+                page_url = item[:-len("index.md")] if item.endswith("index.md") else f"{item[:-3]}/"
+                expected.append((page_url, front_matter(target)["title"]))
         assert shown == expected, source.name
         checked += 1
     assert checked >= 1
@@ -429,3 +432,141 @@ def test_bibliography_sorts_newest_first_and_formats_short_citations():
     assert REQUIRED_PAPERS <= set(bib.keys())
     for paper in bib:
         assert paper.note and len(re.findall(r"[.!?](?:\s|$)", paper.note)) <= 2, paper.key
+
+
+# ---- Read next: grouped by kind, with the author's reason (issue 11) ----
+
+READ_NEXT_GROUP = re.compile(r'<li class="eg-read-next-group" data-eg-kind="(\w+)"><span class="eg-read-next-kind">'
+                             r'([^<]+)</span><ul>(.*?)</ul></li>', re.S)
+READ_NEXT_ITEM = re.compile(r'<li><a href="([^"]+)">([^<]+)</a>(?:<p>([^<]*)</p>)?</li>')
+
+
+def read_next_groups(html: str, url: str) -> list[tuple[str, str, list[tuple[str, str, str]]]]:
+    """(kind, label, [(target URL path, title, text)]) for each group of a page's Read next."""
+    body = article(html)
+    block = body[body.index('<ul class="eg-read-next">'):]
+    block = block[:block.index("</ul></li></ul>") + len("</ul></li></ul>")]
+    return [(kind, html_text(label), [("#".join(resolve(url, html_text(h))).rstrip("#"), html_text(t), html_text(p))
+                                      for h, t, p in READ_NEXT_ITEM.findall(items)])
+            for kind, label, items in READ_NEXT_GROUP.findall(block)]
+
+
+def test_every_explainer_reads_next_into_explainers_then_papers(site):
+    sources = sorted((REPO / "docs" / "explainers").glob("*.md"))
+    assert len(sources) >= 4
+    for source in sources:
+        url = f"explainers/{source.stem}/"
+        groups = read_next_groups((site / "explainers" / source.stem / "index.html").read_text(), url)
+        kinds = [kind for kind, _, _ in groups]
+        assert kinds[:2] == ["explainers", "papers"] and kinds[2:] in ([], ["pages"]), (source.name, kinds)
+        labels = {kind: label for kind, label, _ in groups}
+        assert labels["explainers"] == "Explainers" and labels["papers"] == "From the feed"
+        for kind, _, items in groups:
+            assert items, (source.name, kind)
+            for target, _, text in items:
+                assert text.strip(), (source.name, target)
+                if kind == "explainers":
+                    assert target.startswith("explainers/") and target != url, (source.name, target)
+                elif kind == "papers":
+                    assert target.startswith("feed/#"), (source.name, target)
+                else:
+                    assert not target.startswith(("explainers/", "feed/#")), (source.name, target)
+        # The glossary closes every explainer's list.
+        assert groups[-1][2][-1][0] == "glossary/", source.name
+
+
+def test_speculative_page_reads_next_roofline_batching_then_leviathan_and_chen(site):
+    url = "explainers/speculative-decoding/"
+    groups = read_next_groups((site / url / "index.html").read_text(), url)
+    targets = [target for _, _, items in groups for target, _, _ in items]
+    assert targets == ["explainers/roofline/", "explainers/batching/", "feed/#leviathan2023", "feed/#chen2023",
+                       "glossary/"]
+    titles = [title for _, _, items in groups for _, title, _ in items]
+    assert titles[:2] == ["Two phases, two bottlenecks", "A batch is only as fast as its slowest member"]
+
+
+def test_read_next_shows_the_why_else_the_description(site):
+    import bibtexparser
+
+    papers = {e.key: e for e in bibtexparser.parse_file(str(REPO / "docs" / "feed" / "papers.bib")).entries}
+    whys = 0
+    for source in sorted((REPO / "docs" / "explainers").glob("*.md")):
+        url = f"explainers/{source.stem}/"
+        shown = {target: text for _, _, items in read_next_groups((site / url / "index.html").read_text(), url)
+                 for target, _, text in items}
+        for item in front_matter(source).get("read_next", []):
+            why = "" if isinstance(item, str) else " ".join(item.get("why", "").split())
+            item = item if isinstance(item, str) else item.get("page") or item["paper"]
+            if item.startswith("@"):
+                note = " ".join(papers[item[1:]]["annote"].split())
+                assert shown[f"feed/#{item[1:]}"].endswith(why or note), (source.name, item)
+                continue
+            page_url = item[:-len("index.md")] if item.endswith("index.md") else f"{item[:-3]}/"
+            description = " ".join(front_matter(REPO / "docs" / item).get("description", "").split())
+            assert shown[page_url] == (why or description), (source.name, item)
+            whys += bool(why)
+    assert whys >= 4
+
+
+def test_read_next_groups_by_kind_whatever_the_written_order():
+    from explainer_gen.bibliography import load_bibliography
+    from explainer_gen.links import PageInfo, parse_read_next, read_next_html, resolve_read_next
+    from models.yamlsource import load_yaml
+
+    bib = load_bibliography(REPO / "docs" / "feed" / "papers.bib", "docs/feed/papers.bib")
+    pages = {uri: PageInfo(uri, f"docs/{uri}", title, f"About {title}.") for uri, title in
+             [("page.md", "P"), ("explainers/a.md", "A"), ("explainers/b.md", "B <&>"), ("glossary/index.md", "G")]}
+    front = ('read_next:\n  - glossary/\n  - "@chen2023"\n  - page: explainers/b.md\n    why: "Because <b>."\n'
+             '  - {paper: leviathan2023, why: Read it.}\n  - explainers/a.md\n')
+    items = parse_read_next(load_yaml(front, "docs/page.md", 2), front.split("\n"), "docs/page.md")
+    assert [(t, line) for t, line, _ in items] == [("glossary/", 3), ("@chen2023", 4), ("explainers/b.md", 5),
+                                                   ("@leviathan2023", 7), ("explainers/a.md", 8)]
+    resolved = resolve_read_next(items, pages, bib, True, "docs/page.md", "page.md")
+    html = read_next_html(resolved, pages, bib, lambda uri, anchor: f"/{uri}#{anchor}")
+    kinds = re.findall(r'data-eg-kind="(\w+)"><span class="eg-read-next-kind">([^<]+)</span>', html)
+    assert kinds == [("explainers", "Explainers"), ("papers", "From the feed"), ("pages", "Elsewhere on the site")]
+    entries = READ_NEXT_ITEM.findall(html)
+    assert [h for h, _, _ in entries] == ["/explainers/b.md#", "/explainers/a.md#", "/@feed#chen2023",
+                                          "/@feed#leviathan2023", "/glossary/index.md#"]
+    assert entries[0][1:] == ("B &lt;&amp;&gt;", "Because &lt;b&gt;.")
+    assert entries[1][2] == "About A." and entries[4][2] == "About G."
+    assert entries[2][2].startswith("Chen et al., 2023. An independent arrival")
+    assert entries[3][2] == "Leviathan et al., 2023. Read it."
+
+
+READ_NEXT_MISTAKES = {
+    "unknown key": ("  - page: explainers/roofline.md\n    wy: Because.\n", 5,
+                    ["read_next: unknown key 'wy'", "did you mean 'why'"]),
+    "page and paper": ("  - {page: explainers/roofline.md, paper: '@chen2023'}\n", 4, ["exactly one of 'page'"]),
+    "paper as a page": ("  - page: '@chen2023'\n", 4, ["is a feed key; write it as paper: '@chen2023'"]),
+    "empty why": ("  - page: explainers/roofline.md\n    why: ''\n", 5, ["why must be a sentence"]),
+    "unknown paper": ("  - paper: medusa2024\n    why: Heads.\n", 4, ["unknown feed entry '@medusa2024'",
+                                                                       "did you mean"]),
+    "unknown page": ("  - {page: explainers/rooflin.md, why: x}\n", 4, ["no page 'explainers/rooflin.md'"]),
+    "listed twice": ("  - explainers/roofline.md\n  - {page: explainers/roofline.md, why: Again.}\n", 5,
+                     ["'explainers/roofline.md' is already listed on line 4"]),
+    "itself": ("  - page.md\n", 4, ["'page.md' is this page itself"]),
+    "not text": ("  - explainers/roofline.md\n  - 12\n", 5, ["12 is not a page path"]),
+}
+
+
+def test_read_next_mistakes_fail_with_file_and_line(tmp_path):
+    for name, (items, line, needles) in READ_NEXT_MISTAKES.items():
+        root = tmp_path / name.replace(" ", "-")
+        page = f"---\ntitle: P\nread_next:\n{items}---\n\n# P\n"
+        tmp = project(root, page)
+        (tmp / "docs" / "explainers").mkdir()
+        (tmp / "docs" / "explainers" / "roofline.md").write_text("---\ntitle: Roofline\n---\n\n# Roofline\n")
+        assert_fails(root, build(tmp), f"docs/page.md:{line}:", *needles)
+
+
+def test_read_next_page_given_as_a_folder_resolves_to_its_index(tmp_path):
+    page = "---\ntitle: P\nread_next:\n  - glossary/\n  - {page: feed/, why: Every paper we cite.}\n---\n\n# P\n"
+    tmp = project(tmp_path, page)
+    result = build(tmp)
+    assert result.returncode == 0, result.stderr
+    groups = read_next_groups((tmp / "site" / "page" / "index.html").read_text(), "page/")
+    assert groups == [("pages", "Elsewhere on the site",
+                       [("glossary/", "Glossary", "Short definitions of the terms the explainers use, each with "
+                                                  "its own anchor."),
+                        ("feed/", "Feed of papers", "Every paper we cite.")])]

@@ -1,0 +1,166 @@
+"""In Chromium: no page scrolls sideways, and a citation or glossary card stays in the window.
+
+Issue 11: hidden cards used to be laid out past the right edge of the text column, so two
+pages were wider than a 1280 px window. Every built page is loaded on a desktop and on a
+phone; every card is shown by the pointer (with its link in the middle of the window) and by the
+keyboard (pressing Tab through the article, as a reader would, which scrolls each link just
+into view at the bottom edge), and must lie inside the window, on top, without widening the
+page. The desktop checks run twice: with CSS
+anchor positioning, where the card sits against its link, and with it taken out of the style
+sheet, as in a browser without it, where the card docks to the bottom of the window.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+DESKTOP, PHONE = (1280, 900), (390, 844)
+MAX_TABS = 500
+
+WIDTHS = """() => ({scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth,
+                  inner: innerWidth})"""
+
+# The card of a link, where it is on screen, and whether it is on top of whatever it covers.
+CARD = """a => {
+  const card = document.getElementById(a.getAttribute('aria-describedby'));
+  const r = card.getBoundingClientRect(), l = a.getBoundingClientRect(), s = getComputedStyle(card);
+  const hit = r.width && r.height ? document.elementFromPoint((r.left + r.right) / 2, (r.top + r.bottom) / 2) : null;
+  return {text: a.textContent, id: card.id, display: s.display, visibility: s.visibility, opacity: +s.opacity,
+          left: r.left, right: r.right, top: r.top, bottom: r.bottom, width: r.width, height: r.height,
+          link: {left: l.left, right: l.right, top: l.top, bottom: l.bottom},
+          onTop: !!hit && card.contains(hit),
+          width_: innerWidth, height_: innerHeight, client: document.documentElement.clientWidth,
+          scroll: document.documentElement.scrollWidth};
+}"""
+
+
+# Scroll a link to the middle of the window; the middle of its first line.
+POINT_AT = """a => {
+  a.scrollIntoView({block: 'center'});
+  const r = a.getClientRects()[0];
+  return [(r.left + r.right) / 2, (r.top + r.bottom) / 2];
+}"""
+
+
+def built_pages(site: Path) -> list[str]:
+    """Every page MkDocs wrote, as URL paths relative to the site root."""
+    out = []
+    for f in sorted(site.rglob("*.html")):
+        rel = f.relative_to(site).as_posix()
+        if rel.startswith("assets/"):
+            continue
+        out.append(rel[: -len("index.html")] if rel.endswith("index.html") else rel)
+    return out
+
+
+def pages_with_cards(site: Path) -> list[str]:
+    return [u for u in built_pages(site)
+            if 'class="eg-card"' in (site / (u + "index.html" if u.endswith("/") or not u else u)).read_text()]
+
+
+def without_anchor_positioning(css: str) -> tuple[str, int]:
+    """The style sheet with every @supports block that uses anchor positioning removed."""
+    out, removed, i = [], 0, 0
+    for m in re.finditer(r"@supports[^{]*\{", css):
+        if m.start() < i:
+            continue
+        depth, j = 1, m.end()
+        while depth:
+            depth += {"{": 1, "}": -1}.get(css[j], 0)
+            j += 1
+        if "anchor" in css[m.start():j]:
+            out.append(css[i:m.start()])
+            i, removed = j, removed + 1
+    return "".join(out) + css[i:], removed
+
+
+@pytest.fixture(params=["desktop", "desktop-without-anchors", "phone"])
+def screen(request, browser):
+    width, height = PHONE if request.param == "phone" else DESKTOP
+    context = browser.new_context(viewport={"width": width, "height": height})
+    pg = context.new_page()
+    pg.anchored = request.param == "desktop"
+    pg.stripped = None   # how many blocks were taken out of the style sheet, when asked to
+    if request.param == "desktop-without-anchors":
+        def strip(route):
+            response = route.fetch()
+            css, pg.stripped = without_anchor_positioning(response.text())
+            route.fulfill(response=response, body=css)
+        pg.stripped = 0
+        pg.route(re.compile(r".*/explainer\.css(\?.*)?$"), strip)
+    yield pg
+    context.close()
+
+
+def load(pg, url: str) -> None:
+    pg.goto(url, wait_until="load")
+    pg.evaluate("() => document.fonts.ready.then(() => true)")
+    assert pg.stripped is None or pg.stripped > 0, "the style sheet has no anchor positioning to take out"
+
+
+def assert_no_sideways_scroll(pg, where: str) -> None:
+    w = pg.evaluate(WIDTHS)
+    assert w["scroll"] <= w["client"] <= w["inner"], f"{where}: {w}"
+
+
+def assert_card_inside(state: dict, where: str, anchored: bool) -> None:
+    where = f"{where}, card of {state['text']!r}"
+    assert state["display"] != "none" and state["visibility"] == "visible" and state["opacity"] == 1, (where, state)
+    assert state["width"] > 0 and state["height"] > 0, (where, state)
+    assert state["left"] >= 0 and state["right"] <= state["client"], (where, state)
+    assert state["top"] >= 0 and state["bottom"] <= state["height_"], (where, state)
+    assert state["scroll"] <= state["client"], (where, state)
+    assert state["onTop"], (where, "the card is covered", state)
+    if anchored:
+        # Next to its link: touching its bottom or top edge, and overlapping it sideways.
+        link = state["link"]
+        assert abs(state["top"] - link["bottom"]) < 2 or abs(state["bottom"] - link["top"]) < 2, (where, state)
+        assert state["left"] < link["right"] and state["right"] > link["left"], (where, state)
+
+
+def test_no_page_scrolls_sideways(site, base_url, screen):
+    for url in built_pages(site):
+        load(screen, base_url + url)
+        assert_no_sideways_scroll(screen, url)
+
+
+def test_cards_shown_by_the_pointer_stay_in_the_window(site, base_url, screen):
+    checked = 0
+    for url in pages_with_cards(site):
+        load(screen, base_url + url)
+        links = screen.locator(".eg-ref > a")
+        for i in range(links.count()):
+            screen.mouse.move(0, 0)
+            x, y = links.nth(i).evaluate(POINT_AT)
+            screen.mouse.move(x, y)
+            assert_card_inside(links.nth(i).evaluate(CARD), url, screen.anchored)
+            checked += 1
+    assert checked >= 20
+
+
+def test_cards_shown_by_the_keyboard_stay_in_the_window(site, base_url, screen):
+    for url in pages_with_cards(site):
+        load(screen, base_url + url)
+        ids = set(screen.locator(".eg-ref > a").evaluate_all("as => as.map(a => a.getAttribute('aria-describedby'))"))
+        # Start from the top of the article, past the header and the sidebars.
+        screen.evaluate("() => { const a = document.querySelector('article'); a.tabIndex = -1; a.focus(); }")
+        seen: set[str] = set()
+        for _ in range(MAX_TABS):
+            screen.keyboard.press("Tab")
+            card = screen.evaluate("() => document.activeElement && document.activeElement.matches('.eg-ref > a')"
+                                   " ? document.activeElement.getAttribute('aria-describedby') : null")
+            if card is None:
+                continue
+            state = screen.locator(f'.eg-ref > a[aria-describedby="{card}"]').evaluate(CARD)
+            assert_card_inside(state, f"{url} (keyboard)", screen.anchored)
+            seen.add(card)
+            if seen == ids:
+                break
+        assert seen == ids, f"{url}: Tab never reached {sorted(ids - seen)}"
+
+
+def test_stripping_anchor_positioning_leaves_the_rest():
+    css = "a{b:c}@supports (x:y){@media (z){.q{anchor-name:--a}}}.r{s:t}@supports (u:v){.w{x:y}}"
+    assert without_anchor_positioning(css) == ("a{b:c}.r{s:t}@supports (u:v){.w{x:y}}", 1)
