@@ -8,6 +8,7 @@ import altair as alt
 import numpy as np
 
 from ..controls import Resolved, Slider
+from ..numbers import Format, plural as plural_of
 
 Columns = dict[str, np.ndarray]
 
@@ -93,6 +94,5 @@ def grid_product(grid: dict[str, np.ndarray], **extra: np.ndarray) -> dict[str, 
 
 
 def count(n: float, noun: str, plural: str | None = None) -> str:
-    """'1 slot', '3 slots': a whole number with its noun agreeing."""
-    n = int(round(n))
-    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
+    """'1 slot', '3 slots': a whole number with its noun agreeing, as `{{ n | ,d slot }}` writes it."""
+    return Format(",d", 1.0, "", noun, plural or plural_of(noun))(n)

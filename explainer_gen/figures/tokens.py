@@ -135,4 +135,4 @@ class TokenTimeline(FigureKind):
         i = int(np.argmax(at))
         return {"n": f"{N_TOKENS}", "cards": f"{r.cards}", "acc": r.acc.name,
                 "plain": f"{cols['plain_total_ms'][i]:.0f} ms", "a": f"{cols['a'][i]:.2f}", "k": f"{int(cols['k'][i])}",
-                "spec": f"{cols['spec_total_ms'][i]:.0f} ms", "passes": count(cols["steps"][i], "verify pass", "verify passes")}
+                "spec": f"{cols['spec_total_ms'][i]:.0f} ms", "passes": count(cols["steps"][i], "verify pass")}
