@@ -54,10 +54,13 @@ def static_picture(a: FigureArtifacts, anchor: str, desc_id: str) -> str:
     """
     width, height = a.image_size
     root = (f'<svg class="eg-static" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
-            f'width="{width}" height="{height}" style="max-width: {width}px" preserveAspectRatio="xMinYMin meet" '
+            f'width="{width}" height="{height}" preserveAspectRatio="xMinYMin meet" '
             f'role="img" aria-labelledby="{desc_id}" focusable="false">')
     svg = _IDS.sub(lambda m: m.group(1) + anchor + "-" + m.group(2), a.svg)
-    return _SVG_ROOT.sub(lambda m: root, svg, count=1)
+    # The frame's size follows from the column's width alone, so the browser can skip drawing
+    # a picture that is off screen (`content-visibility`) without anything moving.
+    return (f'<div class="eg-picture" style="aspect-ratio: {width} / {height}; max-width: {width}px">'
+            f'{_SVG_ROOT.sub(lambda m: root, svg, count=1)}</div>')
 
 
 def page_root_html(page: PageBuild, page_json_url: str, bundle_url: str, loader_url: str,
