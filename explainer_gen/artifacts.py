@@ -287,6 +287,10 @@ def static_svg(spec: dict, columns: dict[str, list]) -> str:
     static.update(width=SVG_WIDTH, autosize={"type": "pad"}, background="transparent")
     theme.register_fonts()
     svg = vlc.vegalite_to_svg(static, vl_version=VL_VERSION)
+    missing = theme.missing_glyphs(svg)
+    if missing:
+        raise ValueError(f"the chart font has no {', '.join(repr(c) for c in missing)}; add them to "
+                         f"tools/make_chart_font.py and run it, or write the label without them")
     return theme.static_svg_colours(svg, "the static picture")
 
 

@@ -132,6 +132,18 @@ def static_svg_colours(svg: str, where: str) -> str:
     return _TAG.sub(tag, svg)
 
 
+_CHARACTERS = set((FONT_DIR / "characters.txt").read_text(encoding="utf-8").strip())
+_TEXT = re.compile(r"<text\b[^>]*>([^<]*)</text>")
+
+
+def missing_glyphs(svg: str) -> str:
+    """Characters of the picture's text that the chart font lacks (a reader's browser would
+    draw them in another font, at another width), in order of first use."""
+    import html
+    used = "".join(html.unescape(t) for t in _TEXT.findall(svg))
+    return "".join(dict.fromkeys(c for c in used if c not in _CHARACTERS and not c.isspace()))
+
+
 _registered = False
 
 

@@ -24,7 +24,7 @@ WEIGHTS = {"Regular": 400, "SemiBold": 600}
 # math signs that d3-format and our labels write (minus, times, approx., inequalities).
 CHARACTERS = ([*range(0x20, 0x7F), *range(0xA0, 0x100), *range(0x2009, 0x200B), *range(0x2010, 0x2027),
                0x202F, *range(0x2030, 0x203B), *range(0x2190, 0x2194), 0x2212, 0x2248, 0x2260, 0x2264, 0x2265,
-               0x221E, 0x03BC, 0x03B1, 0x03C4])
+               0x221E, *range(0x0391, 0x03AA), *range(0x03B1, 0x03CA), 0x2211, 0x221A, 0x2202])
 
 
 def make(source: Path, style: str) -> None:
@@ -49,6 +49,9 @@ def make(source: Path, style: str) -> None:
     if "CFF " in font:
         font["CFF "].cff.fontNames = [f"{FAMILY.replace(' ', '')}-{style}"]
     font["OS/2"].usWeightClass = WEIGHTS[style]
+    if style == "Regular":  # the build checks chart text against this list (theme.missing_glyphs)
+        (OUT / "characters.txt").write_text("".join(sorted(chr(c) for c in font.getBestCmap())) + "\n",
+                                            encoding="utf-8")
     stem = OUT / f"explainer-sans-{style.lower()}"
     font.flavor = None
     font.save(f"{stem}.otf")

@@ -110,7 +110,7 @@ class TokenTimeline(FigureKind):
         totals = base.mark_text(align="left", baseline="bottom", dy=-4, fontWeight=BOLD).encode(
             x=alt.datum(0), y=alt.value(0), text="label:N")
         return (alt.layer(plain_bars, plain_tokens, draft_bars, verify_bars, spec_tokens, totals)
-                .add_params(*slider_params(sliders)).properties(height=170, padding={"top": 24}))
+                .add_params(*slider_params(sliders)).properties(height=170, padding={"top": 24, "left": 5, "right": 5, "bottom": 5}))
 
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
         i = int(np.argmax(at_default(cols, sliders)))
