@@ -169,11 +169,7 @@ def test_each_figure_displays_one_picture_before_and_after_it_goes_live(site, ba
             for i in range(figures.count()):
                 fig = figures.nth(i)
                 name = f"{path}#{fig.get_attribute('id')}"
-                into_view(page, fig)
-                shown = fig.evaluate(PICTURES)
-                if kinds(shown) != ["static"]:
-                    problems.append(f"{name}: before it goes live it displays {kinds(shown)}, not ['static']")
-                problems += [f"{name}: {w}" for w in scheme_colours(fig, index)]
+                problems += one_static_picture(page, fig, f"{name} before it goes live", index)
                 try:
                     reach(page, fig, phone, timeout=15_000)
                 except PlaywrightTimeout as exc:
@@ -539,6 +535,25 @@ def table_reachable(page, fig, name: str) -> list[str]:
     return [] if t["open"] and t["rowsShown"] == t["rows"] else [f"{name}: opened data table shows {t}"]
 
 
+def one_static_picture(page, fig, name: str, index: int) -> list[str]:
+    """The figure, scrolled into view, displays its static picture alone, in the palette's
+    colours for scheme `index` (0 light, 1 dark)."""
+    into_view(page, fig)
+    shown = fig.evaluate(PICTURES)
+    problems = [f"{name}: displays {kinds(shown)}, not ['static']"] if kinds(shown) != ["static"] else []
+    return problems + [f"{name}: {w}" for w in scheme_colours(fig, index)]
+
+
+def static_pictures_problems(page, figures, path: str, where: str) -> list[str]:
+    """Each figure displays its static picture alone, in the light palette, with its table reachable."""
+    problems = []
+    for i in range(figures.count()):
+        fig = figures.nth(i)
+        name = f"{path}#{fig.get_attribute('id')}{where}"
+        problems += one_static_picture(page, fig, name, 0) + table_reachable(page, fig, name)
+    return problems
+
+
 def test_without_javascript_each_figure_displays_one_picture_and_its_table(site, base_url, browser):
     context = browser.new_context(java_script_enabled=False, **SCREENS["desktop"])
     page = context.new_page()
@@ -548,15 +563,7 @@ def test_without_javascript_each_figure_displays_one_picture_and_its_table(site,
             page.goto(base_url + path)
             figures = page.locator(".eg-figure[data-eg-figure]")
             assert figures.count(), path
-            for i in range(figures.count()):
-                fig = figures.nth(i)
-                name = f"{path}#{fig.get_attribute('id')}"
-                into_view(page, fig)
-                shown = fig.evaluate(PICTURES)
-                if kinds(shown) != ["static"]:
-                    problems.append(f"{name}: displays {kinds(shown)}, not ['static']")
-                problems += [f"{name}: {w}" for w in scheme_colours(fig, 0)]
-                problems += table_reachable(page, fig, name)
+            problems += static_pictures_problems(page, figures, path, "")
     finally:
         context.close()
     assert not problems, "\n".join(problems)
@@ -580,16 +587,8 @@ def test_in_print_each_figure_displays_one_picture_and_its_table(site, base_url,
             for i in range(figures.count()):
                 reach(page, figures.nth(i), phone=False)
             page.emulate_media(media="print")
-            for i in range(figures.count()):
-                fig = figures.nth(i)
-                name = f"{path}#{fig.get_attribute('id')}"
-                assert "eg-live" in fig.get_attribute("class"), name
-                into_view(page, fig)
-                shown = fig.evaluate(PICTURES)
-                if kinds(shown) != ["static"]:
-                    problems.append(f"{name}: in print displays {kinds(shown)}, not ['static']")
-                problems += [f"{name} (print): {w}" for w in scheme_colours(fig, 0)]
-                problems += table_reachable(page, fig, name)
+            assert all("eg-live" in f.get_attribute("class") for f in figures.all()), path
+            problems += static_pictures_problems(page, figures, path, " (print)")
     finally:
         context.close()
     assert not problems, "\n".join(problems)
