@@ -15,7 +15,9 @@ def figure_html(fig: FigureOnPage, url: Callable[[str], str], files: dict[str, s
     """The figure: live view slot, static picture, data table and CSV link.
 
     `files` maps 'json' and 'csv' to site paths; `url` makes them page-relative. The static
-    picture is inline, one for both schemes: it takes its colours from the page's CSS.
+    picture is inline, one for both schemes: it takes its colours from the page's CSS. Here
+    its frame holds a placeholder that `place_pictures` fills in the finished page, so the
+    picture's thousands of nodes pass through neither Markdown nor the search index.
     """
     a = fig.artifacts
     t = a.table
@@ -30,7 +32,7 @@ def figure_html(fig: FigureOnPage, url: Callable[[str], str], files: dict[str, s
         f'<figcaption id="{cap_id}">{esc(fig.request.caption)}</figcaption>'
         f'<div class="eg-view" role="group" aria-label="{esc("Interactive chart: " + fig.request.caption)}"'
         f' aria-describedby="{desc_id}"></div>'
-        f'{static_picture(a, fig.anchor, desc_id)}'
+        f'{picture_frame(a, fig.anchor)}'
         f'<p class="eg-desc" id="{desc_id}">{esc(a.alt)}</p>'
         f'{controls_html(fig)}'
         f'<details class="eg-data"><summary>Data table</summary>'
@@ -45,22 +47,40 @@ _SVG_ROOT = re.compile(r"<svg\b[^>]*>")
 _IDS = re.compile(r'(\sid="|url\(#|href="#)([^"\)]+)')
 
 
-def static_picture(a: FigureArtifacts, anchor: str, desc_id: str) -> str:
+def picture_placeholder(anchor: str) -> str:
+    return f"<!--eg-picture:{anchor}-->"
+
+
+def picture_frame(a: FigureArtifacts, anchor: str) -> str:
+    """The static picture's frame, with a placeholder for the picture.
+
+    The frame's size follows from the column's width alone, so the browser can skip drawing
+    a picture that is off screen (`content-visibility`) without anything moving.
+    """
+    width, height = a.image_size
+    return (f'<div class="eg-picture" style="aspect-ratio: {width} / {height}; max-width: {width}px">'
+            f'{picture_placeholder(anchor)}</div>')
+
+
+def static_picture(a: FigureArtifacts, anchor: str) -> str:
     """The figure's static SVG, inlined: one image (`role="img"`) named by the description.
 
     Its ids get the figure's anchor as a prefix, since several pictures share the page. It
-    scales down with the column and never up, keeping its aspect ratio, so a narrow screen
-    shows no empty band under it; the size attributes reserve its space before CSS arrives.
+    scales down with the column and never up, keeping its aspect ratio.
     """
     width, height = a.image_size
     root = (f'<svg class="eg-static" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
             f'width="{width}" height="{height}" preserveAspectRatio="xMinYMin meet" '
-            f'role="img" aria-labelledby="{desc_id}" focusable="false">')
+            f'role="img" aria-labelledby="{anchor}-desc" focusable="false">')
     svg = _IDS.sub(lambda m: m.group(1) + anchor + "-" + m.group(2), a.svg)
-    # The frame's size follows from the column's width alone, so the browser can skip drawing
-    # a picture that is off screen (`content-visibility`) without anything moving.
-    return (f'<div class="eg-picture" style="aspect-ratio: {width} / {height}; max-width: {width}px">'
-            f'{_SVG_ROOT.sub(lambda m: root, svg, count=1)}</div>')
+    return _SVG_ROOT.sub(lambda m: root, svg, count=1)
+
+
+def place_pictures(page_html: str, pictures: dict[str, str]) -> str:
+    """The finished page with each figure's placeholder replaced by its picture (anchor -> SVG)."""
+    for anchor, svg in pictures.items():
+        page_html = page_html.replace(picture_placeholder(anchor), svg, 1)
+    return page_html
 
 
 def page_root_html(page: PageBuild, page_json_url: str, bundle_url: str, loader_url: str,

@@ -27,7 +27,7 @@ from .cache import MODELS_ROOT, PACKAGE_ROOT, DiskCache, code_fingerprint, diges
 from .config import ExplainerConfig
 from .crossref import CrossRefs, Source
 from .feed import ATOM_PATH
-from .html import figure_html, page_root_html
+from .html import figure_html, page_root_html, place_pictures, static_picture
 from .staging import Staging, WarningCount
 from .numbers import NumberResult
 from .pages import PageBuild, build_page, substitute_numbers
@@ -72,6 +72,7 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
         if not self.config.enabled:
             return None
         self.pages: dict[str, PageBuild] = {}
+        self.pictures: dict[str, dict[str, str]] = {}  # page -> figure anchor -> inline SVG
         self.figure_files: dict[str, dict[str, str]] = {}
         self.page_json: dict[str, str] = {}
         try:
@@ -219,6 +220,9 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
         for fig in build.figures:
             files_ = self.figure_files[fig.anchor + "@" + page.file.src_uri]
             rendered.setdefault(fig.fence.body.strip(), []).append(figure_html(fig, url, files_))
+        # The pictures go into the finished page (on_post_page), past Markdown and search.
+        self.pictures[page.file.src_uri] = {fig.anchor: static_picture(fig.artifacts, fig.anchor)
+                                            for fig in build.figures}
         superfence.set_active(rendered)
         if not build.live:
             return markdown
@@ -248,6 +252,7 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
         # Material's search overlay is a dialog without a name; screen readers announce it blank.
         output = output.replace('class="md-search" data-md-component="search" role="dialog"',
                                 'class="md-search" data-md-component="search" role="dialog" aria-label="Search"', 1)
+        output = place_pictures(output, self.pictures.get(page.file.src_uri, {}))
         if 'class="eg-static"' in output:
             # The chart font, early: static pictures are laid out for it.
             fonts = "".join(f'<link rel="preload" href="{get_relative_url(f"{ASSETS}/{path}", page.file.url)}" '

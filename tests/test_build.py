@@ -112,3 +112,15 @@ def test_bundle_is_self_hosted_and_loaded_lazily(site):
     assert f'src="{bundle}"' not in html
     home = (site / "index.html").read_text()
     assert "vega-" not in home and "loader-" not in home
+
+
+def test_pictures_are_in_the_page_but_not_in_the_search_index(site):
+    """Static pictures are placed in the finished page, after Markdown and the search plugin
+    have seen it: the page shows every chart label, search finds none of them."""
+    from explainer_gen.figures.tokens import ROWS
+    page = (site / SPEC_PAGE).read_text()
+    search = (site / "search" / "search_index.json").read_text()
+    for html_path in site.rglob("index.html"):
+        assert "<!--eg-picture:" not in html_path.read_text(), html_path
+    for label in ROWS:
+        assert label in page and label not in search, label
