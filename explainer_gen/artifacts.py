@@ -291,7 +291,7 @@ def static_svg(spec: dict, columns: dict[str, list]) -> str:
     if missing:
         raise ValueError(f"the chart font has no {', '.join(repr(c) for c in missing)}; add them to "
                          f"tools/make_chart_font.py and run it, or write the label without them")
-    return theme.static_svg_colours(svg, "the static picture")
+    return theme.static_svg_colours(svg)
 
 
 def site_files(a: FigureArtifacts, scenario_map: dict[str, str], stem: str) -> dict[str, str]:

@@ -98,7 +98,7 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
         loader = (PACKAGE_ROOT / "assets" / "loader.js").read_text(encoding="utf-8")
         self.loader_path = add(f"{ASSETS}/loader-{short_hash(loader)}.js", loader)
         add(CSS_PATH, theme.palette_css() + (PACKAGE_ROOT / "assets" / "explainer.css").read_text(encoding="utf-8"))
-        for path, font in theme.FONT_FILES.items():
+        for path, (font, _) in theme.FONT_FILES.items():
             add(f"{ASSETS}/{path}", source=font)
 
         fingerprint = digest(code_fingerprint(), self.catalogue_path.read_text(encoding="utf-8"))

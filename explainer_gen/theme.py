@@ -12,16 +12,17 @@ vl-convert measures labels with it at build time and browsers draw them with it.
 """
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
 FONT_FAMILY = "Explainer Sans"
 FONT_STACK = f"{FONT_FAMILY}, system-ui, sans-serif"
 FONT_DIR = Path(__file__).resolve().parent / "assets" / "fonts"
-# Site path (under the plugin's assets) -> file, for the browser's @font-face.
-FONT_FILES = {"fonts/explainer-sans-regular.woff2": FONT_DIR / "explainer-sans-regular.woff2",
-              "fonts/explainer-sans-semibold.woff2": FONT_DIR / "explainer-sans-semibold.woff2"}
 BOLD = 600  # the heavier of the two weights shipped
+# Site path (under the plugin's assets) -> (file, weight), for the browser's @font-face.
+FONT_FILES = {f"fonts/explainer-sans-{name}.woff2": (FONT_DIR / f"explainer-sans-{name}.woff2", weight)
+              for name, weight in (("regular", 400), ("semibold", BOLD))}
 
 # role -> (light, dark). Lines and marks keep at least 3:1 contrast against each background;
 # light values must be distinct, since they name the roles in compiled specs and pictures.
@@ -88,7 +89,7 @@ def palette_css() -> str:
         "@media print { " + block(':root, [data-md-color-scheme="slate"]', 0) + " }",
         *(f'@font-face {{ font-family: "{FONT_FAMILY}"; font-style: normal; font-weight: {w}; '
           f'font-display: swap; src: url("{path}") format("woff2"); }}'
-          for path, w in zip(FONT_FILES, (400, BOLD))),
+          for path, (_, w) in FONT_FILES.items()),
         "",
     ])
 
@@ -103,11 +104,11 @@ _TAG = re.compile(r"<[a-zA-Z][^<>]*?>")
 _BY_LIGHT = {light.lower(): role for role, light in _LIGHT.items()}
 
 
-def static_svg_colours(svg: str, where: str) -> str:
+def static_svg_colours(svg: str) -> str:
     """Paint every fill and stroke of a rendered picture from the palette's CSS variables.
 
     The light value stays as the fallback. A colour that is no role is a mistake in a
-    figure kind (it would not follow the scheme), and fails with `where` in the message.
+    figure kind (it would not follow the scheme): ValueError.
     """
     def tag(m: re.Match) -> str:
         text = m.group(0)
@@ -121,7 +122,7 @@ def static_svg_colours(svg: str, where: str) -> str:
                 continue
             role = _BY_LIGHT.get(value.lower())
             if role is None:
-                raise ValueError(f"{where}: colour {value!r} is not in the chart palette "
+                raise ValueError(f"colour {value!r} is not in the chart palette "
                                  f"(explainer_gen/theme.py); use theme.colour() with one of {', '.join(PALETTE)}")
             style.append(f"{prop}:var({css_var(role)}, {value})")
         text = _PAINT.sub("", text)
@@ -139,7 +140,6 @@ _TEXT = re.compile(r"<text\b[^>]*>([^<]*)</text>")
 def missing_glyphs(svg: str) -> str:
     """Characters of the picture's text that the chart font lacks (a reader's browser would
     draw them in another font, at another width), in order of first use."""
-    import html
     used = "".join(html.unescape(t) for t in _TEXT.findall(svg))
     return "".join(dict.fromkeys(c for c in used if c not in _CHARACTERS and not c.isspace()))
 

@@ -19,9 +19,13 @@ PAGES = sorted((REPO / "docs" / "explainers").glob("*.md"))
 
 
 def page_figures(path: Path, cat) -> list:
+    """(request, artefacts) for every figure on the page, computed without a cache."""
     made = []
-    build_page(path.read_text(), str(path), cat, lambda req: (made.append((req, build_figure(req, cat))), made[-1][1])[1],
-               10**9, lambda identity, make: make())
+
+    def figure(req):
+        made.append((req, build_figure(req, cat)))
+        return made[-1][1]
+    build_page(path.read_text(), str(path), cat, figure, 10**9, lambda identity, make: make())
     return made
 
 
@@ -53,7 +57,9 @@ def test_static_description_is_the_default_state(site):
     html = (site / "explainers/speculative-decoding/index.html").read_text()
     desc = re.search(r'<p class="eg-desc" id="([^"]+)">([^<]*)</p>', html)
     assert desc and "{" not in desc.group(2)
-    assert "acceptance 0.80 and lookahead 4" in desc.group(2)
+    from explainer_gen.figures.tokens import TokenTimeline
+    a, k = (TokenTimeline.sliders[n].default for n in ("a", "k"))
+    assert f"acceptance {a:.2f} and lookahead {k:.0f}" in desc.group(2)
     assert f'aria-labelledby="{desc.group(1)}"' in html
 
 
@@ -73,13 +79,14 @@ def test_description_follows_the_sliders_and_the_switch(browser, base_url, site)
     slider.focus()
     page.keyboard.press("ArrowLeft")
     page.keyboard.press("ArrowLeft")
-    page.wait_for_function("e => e.textContent.includes('acceptance 0.70')", arg=desc.element_handle())
-    # The words are the template filled with the texts precomputed for a = 0.7, k = 4.
-    payload = _payload(site, "explainers/speculative-decoding", 0)
-    d = payload["describe"]
     from explainer_gen.figures.tokens import TokenTimeline
     sliders = TokenTimeline.sliders
-    texts = [text_at(d["values"][payload["default"]][f], {"a": 0.7, "k": 4}, sliders) for f in d["fields"]]
+    position = {"a": sliders["a"].default - 2 * sliders["a"].step, "k": sliders["k"].default}
+    page.wait_for_function(f"e => e.textContent.includes('acceptance {position['a']:.2f}')", arg=desc.element_handle())
+    # The words are the template filled with the texts precomputed for two steps down in a.
+    payload = _payload(site, "explainers/speculative-decoding", 0)
+    d = payload["describe"]
+    texts = [text_at(d["values"][payload["default"]][f], position, sliders) for f in d["fields"]]
     assert desc.text_content() == fill(d["template"], d["fields"], texts) != before
     # A different accelerator changes the figure, and so its description.
     page.select_option("select[data-eg-switch=accelerator]", "h200")
@@ -94,6 +101,8 @@ def test_one_polite_announcement_after_a_pause(browser, base_url):
     assert region.get_attribute("aria-live") == "polite" and region.get_attribute("role") == "status"
     # Visually hidden, but in the accessibility tree (not display: none).
     assert region.evaluate("e => getComputedStyle(e).display") != "none"
+    from explainer_gen.figures.tokens import TokenTimeline
+    a = TokenTimeline.sliders["a"]
     slider = page.locator(".eg-figure").first.get_by_role("slider", name="Acceptance rate")
     slider.focus()
     for _ in range(3):
@@ -102,7 +111,7 @@ def test_one_polite_announcement_after_a_pause(browser, base_url):
     assert region.text_content() == ""  # nothing while the reader is still moving
     page.wait_for_function("() => document.querySelector('.eg-announce').textContent !== ''", timeout=3000)
     said = region.text_content()
-    assert "65%" in said  # the sentence whose acceptance number changed, with its new value
+    assert f"{a.default - 3 * a.step:.0%}" in said  # the sentence whose acceptance number changed, at its new value
     # Hover cards are not read out as part of a sentence.
     assert "gamma" not in said and "Leviathan" not in said
     assert len(said) < 800
