@@ -22,8 +22,11 @@ MAX_TABS = 500
 WIDTHS = """() => ({scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth,
                   inner: innerWidth})"""
 
-# The card of a link, where it is on screen, and whether it is on top of whatever it covers.
-CARD = """a => {
+# The card of a link, where it is on screen, and whether it is on top of whatever it covers, as
+# drawn: after two frames, since Chromium picks an anchored card's fallback position (above the
+# link, or flipped) only when it renders the frame that follows a scroll.
+CARD = """async a => {
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
   const card = document.getElementById(a.getAttribute('aria-describedby'));
   const r = card.getBoundingClientRect(), l = a.getBoundingClientRect(), s = getComputedStyle(card);
   const hit = r.width && r.height ? document.elementFromPoint((r.left + r.right) / 2, (r.top + r.bottom) / 2) : null;
