@@ -26,7 +26,7 @@ from models.yamlsource import SourceError
 from . import timing
 from .controls import Resolved, Scenario, Slider
 from .figures import REGISTRY, TableView
-from . import theme
+from . import contract, theme
 
 VL_VERSION = "6.4"  # the bundle's Vega-Lite; equal to altair's SCHEMA_VERSION (major.minor)
 SVG_WIDTH = 640
@@ -306,8 +306,8 @@ def site_files(a: FigureArtifacts, scenario_map: dict[str, str], stem: str) -> d
         path = f"{stem}-{i + 1}.json"
         files[path] = dumps(a.data[key])
         variants[key] = path.rsplit("/", 1)[1]
-    payload = {"spec": a.spec, "vega": a.vega, "palette": theme.page_palette(), "data": a.data[a.default],
-               "default": a.default, "variants": variants, "map": scenario_map, "describe": a.describe}
-    files[f"{stem}.json"] = dumps(payload)
+    files[f"{stem}.json"] = dumps(contract.figure_payload(
+        spec=a.spec, vega=a.vega, palette=theme.page_palette(), data=a.data[a.default], default=a.default,
+        variants=variants, scenario_map=scenario_map, describe=a.describe))
     files[f"{stem}.csv"] = a.csv
     return files

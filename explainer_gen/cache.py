@@ -9,7 +9,7 @@ import hashlib
 import json
 import os
 import tempfile
-from functools import lru_cache
+from fnmatch import fnmatch
 from importlib import metadata
 from pathlib import Path
 
@@ -28,28 +28,29 @@ def _version(dist: str) -> str:
 
 # The generator code whose output is cached: figure kinds, artefacts, numbers and what they
 # read. Editing anything else (hooks, HTML, loader, cross-references) recomputes nothing.
-COMPUTING = ("figures/*.py", "artifacts.py", "theme.py", "controls.py", "numbers.py", "vocabulary.py",
-             "pages.py")
+COMPUTING = ("figures/*.py", "artifacts.py", "contract.py", "theme.py", "controls.py", "numbers.py",
+             "vocabulary.py", "pages.py")
 
 
-def _sources(root: Path, patterns: tuple[str, ...] = ("**/*.py",)) -> list[Path]:
-    return sorted({p for pattern in patterns for p in root.glob(pattern)})
+def source_hashes() -> dict[str, str]:
+    """sha256 of every Python file of the models and the generator, as they are on disk now,
+    by path relative to their package's parent folder."""
+    out = {}
+    for root in (MODELS_ROOT, PACKAGE_ROOT):
+        for path in sorted(root.rglob("*.py")):
+            if "__pycache__" not in path.parts:
+                out[path.relative_to(root.parent).as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
 
 
-def _code_files() -> list[Path]:
-    return _sources(MODELS_ROOT) + _sources(PACKAGE_ROOT, COMPUTING)
-
-
-@lru_cache(maxsize=16)
-def _code_fingerprint(mtimes: tuple) -> str:
-    parts = {"code": [(p.name, hashlib.sha256(p.read_bytes()).hexdigest()) for p in _code_files()],
-             "versions": [_version(d) for d in ("altair", "vl-convert-python", "explainer-gen", "numpy")]}
+def code_fingerprint(sources: dict[str, str]) -> str:
+    """The cache key's part for code: the models' and the computing modules' hashes in `sources`
+    (those of the code this process loaded, see core.py) and the library versions."""
+    computing = {f"{PACKAGE_ROOT.name}/{pattern}" for pattern in COMPUTING}
+    code = sorted((path, digest) for path, digest in sources.items()
+                  if path.startswith(MODELS_ROOT.name + "/") or any(fnmatch(path, c) for c in computing))
+    parts = {"code": code, "versions": [_version(d) for d in ("altair", "vl-convert-python", "explainer-gen", "numpy")]}
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
-
-
-def code_fingerprint() -> str:
-    """Hash of the model and computing sources and the library versions (re-read when a file changes)."""
-    return _code_fingerprint(tuple((str(p), p.stat().st_mtime_ns) for p in _code_files()))
 
 
 def digest(*parts: object) -> str:

@@ -193,8 +193,8 @@ def build_page(source: str, path: str, catalogue: Catalogue,
         if fence.lang == mathml.FENCE["name"]:
             try:
                 mathml.to_mathml(fence.body)
-            except ValueError as exc:
-                raise SourceError(path, fence.line, str(exc)) from None
+            except mathml.MathError as exc:  # at the formula's own line when it is known
+                raise SourceError(path, fence.body_line + exc.line - 1 if exc.line else fence.line, str(exc)) from None
     anchors: dict[str, int] = {}
     for fence in (f for f in fences if f.lang == FENCE_NAME):
         request, scenario_map = parse_figure(fence, path, controls, catalogue)

@@ -5,6 +5,7 @@ mistake aborts the build with the site folder as it was.
 """
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
@@ -17,20 +18,7 @@ from mkdocs.plugins import BasePlugin, get_plugin_logger
 from mkdocs.structure.files import File, Files
 from mkdocs.utils import get_relative_url
 
-from models.catalogue import CATALOGUE_PATH, Catalogue, load_catalogue
-from models.yamlsource import SourceError
-
-from . import mathml, superfence, theme
-from .artifacts import FigureArtifacts, FigureRequest, build_figure, dumps, site_files
-from .bundle import javascript_bundle, short_hash
-from .cache import MODELS_ROOT, PACKAGE_ROOT, DiskCache, code_fingerprint, digest
 from .config import ExplainerConfig
-from .crossref import CrossRefs, Source
-from .feed import ATOM_PATH
-from .html import figure_html, page_root_html, place_pictures, static_picture
-from .staging import Staging, WarningCount
-from .numbers import NumberResult
-from .pages import PageBuild, build_page, substitute_numbers
 
 log = get_plugin_logger(__name__)
 
@@ -42,7 +30,7 @@ CSS_PATH = f"{ASSETS}/explainer.css"
 
 class ExplainerPlugin(BasePlugin[ExplainerConfig]):
     command = "build"
-    staging: Staging | None = None
+    staging = None  # self.core.Staging during a build
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
         self.command, self.dirty = command, dirty
@@ -50,16 +38,25 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig | None:
         if not self.config.enabled:
             return None
+        # The models and the generator as they are on disk now: `mkdocs serve` keeps one process,
+        # and an edit to their code must show, and must never be cached under the old code's key.
+        try:
+            self.core, reloaded = importlib.import_module(f"{__package__}.core").fresh()
+        except RuntimeError as exc:
+            raise PluginError(f"explainer: {exc}") from None
+        if reloaded:
+            _MEMORY.clear()
+            log.info("the models' or the generator's code changed on disk: loaded it again")
         if self.command in ("build", "gh-deploy") and not getattr(self, "dirty", False):
-            self.staging = Staging(config.site_dir)
+            self.staging = self.core.Staging(config.site_dir)
             config.site_dir = str(self.staging.stage)
-            self.warnings = WarningCount()
+            self.warnings = self.core.WarningCount()
             logging.getLogger("mkdocs").addHandler(self.warnings)
         root = Path(config.config_file_path or ".").resolve().parent
         self.root = root
-        self.cache = DiskCache(root / self.config.cache_dir if self.config.cache_dir else None)
-        self.catalogue_path = Path(self.config.catalogue or CATALOGUE_PATH)
-        _register_fence(config)
+        self.cache = self.core.DiskCache(root / self.config.cache_dir if self.config.cache_dir else None)
+        self.catalogue_path = Path(self.config.catalogue or self.core.CATALOGUE_PATH)
+        _register_fence(self.core, config)
         if "attr_list" not in config.markdown_extensions:  # feed and glossary anchors
             config.markdown_extensions.append("attr_list")
         _pin_build_date(root)
@@ -71,13 +68,13 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
     def on_files(self, files: Files, *, config: MkDocsConfig) -> Files | None:
         if not self.config.enabled:
             return None
-        self.pages: dict[str, PageBuild] = {}
+        self.pages: dict = {}  # src_uri -> core.PageBuild
         self.pictures: dict[str, dict[str, str]] = {}  # page -> figure anchor -> inline SVG
         self.figure_files: dict[str, dict[str, str]] = {}
         self.page_json: dict[str, str] = {}
         try:
-            catalogue = load_catalogue(self.catalogue_path)
-        except SourceError as exc:
+            catalogue = self.core.load_catalogue(self.catalogue_path)
+        except self.core.SourceError as exc:
             raise PluginError(self._located(exc)) from None
         self.catalogue = catalogue
         added: set[str] = set()
@@ -92,30 +89,30 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
             return path
 
         if self.refs.feed_page:
-            add(ATOM_PATH, self.refs.atom(config.site_name, config.site_url, self.urls))
-        bundle = javascript_bundle(self.cache)
-        self.bundle_path = add(f"{ASSETS}/vega-{short_hash(bundle)}.js", bundle)
-        loader = (PACKAGE_ROOT / "assets" / "loader.js").read_text(encoding="utf-8")
-        self.loader_path = add(f"{ASSETS}/loader-{short_hash(loader)}.js", loader)
-        add(CSS_PATH, theme.palette_css() + (PACKAGE_ROOT / "assets" / "explainer.css").read_text(encoding="utf-8"))
-        for path, (font, _) in theme.FONT_FILES.items():
+            add(self.core.ATOM_PATH, self.refs.atom(config.site_name, config.site_url, self.urls))
+        bundle = self.core.javascript_bundle(self.cache)
+        self.bundle_path = add(f"{ASSETS}/vega-{self.core.short_hash(bundle)}.js", bundle)
+        loader = (self.core.PACKAGE_ROOT / "assets" / "loader.js").read_text(encoding="utf-8")
+        self.loader_path = add(f"{ASSETS}/loader-{self.core.short_hash(loader)}.js", loader)
+        add(CSS_PATH, self.core.theme.palette_css() + (self.core.PACKAGE_ROOT / "assets" / "explainer.css").read_text(encoding="utf-8"))
+        for path, (font, _) in self.core.theme.FONT_FILES.items():
             add(f"{ASSETS}/{path}", source=font)
 
-        fingerprint = digest(code_fingerprint(), self.catalogue_path.read_text(encoding="utf-8"))
+        fingerprint = self.core.digest(self.core.code_fingerprint(), self.catalogue_path.read_text(encoding="utf-8"))
         budget = self.config.data_budget_kb * 1000
         for file in files.documentation_pages():
             path = self._display_path(file)
             source = file.content_string
             # A page whose source, catalogue and code are unchanged since the last build in
             # this process (`mkdocs serve`) is not read again.
-            page_key = ("page", digest(fingerprint, budget, path, source))
+            page_key = ("page", self.core.digest(fingerprint, budget, path, source))
             page = _MEMORY.get(page_key)
             if page is None:
                 try:
-                    page = build_page(source, path, catalogue,
+                    page = self.core.build_page(source, path, catalogue,
                                       lambda req: self._figure(req, catalogue, fingerprint), budget,
                                       lambda identity, make: self._number(identity, make, fingerprint))
-                except SourceError as exc:
+                except self.core.SourceError as exc:
                     raise PluginError(self._located(exc)) from None
                 _MEMORY[page_key] = page
             if not page.live and not page.numbers:
@@ -123,9 +120,9 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
             self.pages[file.src_uri] = page
             for fig in page.figures:
                 self.figure_files[fig.anchor + "@" + file.src_uri] = self._figure_files(fig, add)
-            state = _MEMORY.get(("page-json", page_key[1])) or dumps(_page_state(page))
+            state = _MEMORY.get(("page-json", page_key[1])) or self.core.dumps(self.core.contract.page_state(page.controls, page.numbers))
             _MEMORY[("page-json", page_key[1])] = state
-            self.page_json[file.src_uri] = add(f"{ASSETS}/page/{short_hash(file.src_uri)}.json", state)
+            self.page_json[file.src_uri] = add(f"{ASSETS}/page/{self.core.short_hash(file.src_uri)}.json", state)
         log.debug(f"{len(self.pages)} pages with figures or numbers; disk cache {self.cache.hits} hits, "
                   f"{self.cache.misses} misses")
         return files
@@ -142,36 +139,36 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
             value = from_json(json.loads(cached))
         else:
             value = make()
-            self.cache.put(namespace, key, dumps(to_json(value)))
+            self.cache.put(namespace, key, self.core.dumps(to_json(value)))
         if len(_MEMORY) > 4096:
             _MEMORY.clear()
         _MEMORY[namespace, key] = value
         return value
 
-    def _figure(self, req: FigureRequest, catalogue: Catalogue, fingerprint: str) -> FigureArtifacts:
+    def _figure(self, req, catalogue, fingerprint: str):
         """The figure's artefacts: in full when computed now, else the light part the HTML needs."""
-        key = digest(fingerprint, req.identity())
+        key = self.core.digest(fingerprint, req.identity())
 
-        def make() -> FigureArtifacts:
-            artifacts = build_figure(req, catalogue)
+        def make():
+            artifacts = self.core.build_figure(req, catalogue)
             artifacts.key = key
-            self.cache.put("figures", key, dumps(artifacts.to_json()))  # the heavy part, for new pages
+            self.cache.put("figures", key, self.core.dumps(artifacts.to_json()))  # the heavy part, for new pages
             return artifacts
-        return self._remember("figure-meta", key, make, FigureArtifacts.light_json, FigureArtifacts.from_json)
+        return self._remember("figure-meta", key, make, self.core.FigureArtifacts.light_json, self.core.FigureArtifacts.from_json)
 
-    def _heavy(self, fig) -> FigureArtifacts:
+    def _heavy(self, fig):
         """Spec, data and images for a figure read back light: from the cache, else recomputed."""
         if fig.artifacts.heavy:
             return fig.artifacts
         cached = self.cache.get("figures", fig.artifacts.key)
         if cached is not None:
-            return FigureArtifacts.from_json(json.loads(cached))
-        artifacts = build_figure(fig.request, self.catalogue)
+            return self.core.FigureArtifacts.from_json(json.loads(cached))
+        artifacts = self.core.build_figure(fig.request, self.catalogue)
         artifacts.key = fig.artifacts.key
         return artifacts
 
-    def _number(self, identity: dict, make, fingerprint: str) -> NumberResult:
-        return self._remember("numbers", digest(fingerprint, identity), make, vars, lambda d: NumberResult(**d))
+    def _number(self, identity: dict, make, fingerprint: str):
+        return self._remember("numbers", self.core.digest(fingerprint, identity), make, vars, lambda d: self.core.NumberResult(**d))
 
     def _figure_files(self, fig, add) -> dict[str, str]:
         """Add the figure's JSON, variant data, SVGs and CSV; names hash what decides them.
@@ -179,22 +176,22 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
         With a cache, each file is stored once as a blob that MkDocs copies, so a rebuild
         reads no figure data at all.
         """
-        key = digest(fig.artifacts.key, fig.scenario_map)
+        key = self.core.digest(fig.artifacts.key, fig.scenario_map)
         stem = f"{ASSETS}/fig/{key[:16]}"
         if self.cache.root is None:
-            for path, text in site_files(self._heavy(fig), fig.scenario_map, stem).items():
+            for path, text in self.core.site_files(self._heavy(fig), fig.scenario_map, stem).items():
                 add(path, text)
         else:
             def make() -> dict[str, str]:
                 blobs = {}
-                for path, text in site_files(self._heavy(fig), fig.scenario_map, stem).items():
-                    blobs[path] = digest(text)[:32] + Path(path).suffix
+                for path, text in self.core.site_files(self._heavy(fig), fig.scenario_map, stem).items():
+                    blobs[path] = self.core.digest(text)[:32] + Path(path).suffix
                     self.cache.put("blobs", blobs[path], text)
                 return blobs
             blobs = self._remember("files", key, make, lambda b: b, lambda b: b)
             if not all(self.cache.path("blobs", b) for b in blobs.values()):
                 _MEMORY.pop(("files", key), None)
-                self.cache.put("files", key, dumps(blobs := make()))
+                self.cache.put("files", key, self.core.dumps(blobs := make()))
             for path, blob in blobs.items():
                 add(path, source=self.cache.path("blobs", blob))
         return {"json": f"{stem}.json", "csv": f"{stem}.csv"}
@@ -207,26 +204,26 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
         url = lambda path: get_relative_url(path, page.file.url)  # noqa: E731
         try:
             markdown = self.refs.markdown(page.file.src_uri, markdown, self.urls, url, self._display_path(page.file))
-        except SourceError as exc:
+        except self.core.SourceError as exc:
             raise PluginError(self._located(exc)) from None
         if build is None:
-            superfence.set_active({})
+            self.core.superfence.set_active({})
             return markdown
         try:
-            markdown = substitute_numbers(markdown, build, self._display_path(page.file))
-        except SourceError as exc:
+            markdown = self.core.substitute_numbers(markdown, build, self._display_path(page.file))
+        except self.core.SourceError as exc:
             raise PluginError(self._located(exc)) from None
         rendered: dict[str, list[str]] = {}
         for fig in build.figures:
             files_ = self.figure_files[fig.anchor + "@" + page.file.src_uri]
-            rendered.setdefault(fig.fence.body.strip(), []).append(figure_html(fig, url, files_))
+            rendered.setdefault(fig.fence.body.strip(), []).append(self.core.figure_html(fig, url, files_))
         # The pictures go into the finished page (on_post_page), past Markdown and search.
-        self.pictures[page.file.src_uri] = {fig.anchor: static_picture(fig.artifacts, fig.anchor)
+        self.pictures[page.file.src_uri] = {fig.anchor: self.core.static_picture(fig.artifacts, fig.anchor)
                                             for fig in build.figures}
-        superfence.set_active(rendered)
+        self.core.superfence.set_active(rendered)
         if not build.live:
             return markdown
-        root = page_root_html(build, url(self.page_json[page.file.src_uri]), url(self.bundle_path),
+        root = self.core.page_root_html(build, url(self.page_json[page.file.src_uri]), url(self.bundle_path),
                               url(self.loader_path), _switch_labels(self.catalogue, build))
         return _after_title(markdown, root)
 
@@ -239,11 +236,11 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
         """Check citations, glossary terms and read_next on every page (see crossref.py)."""
         docs = [f for f in files.documentation_pages()]
         self.urls = {f.src_uri: f.url for f in docs}
-        sources = [Source(f.src_uri, self._display_path(f), f.content_string) for f in docs]
+        sources = [self.core.Source(f.src_uri, self._display_path(f), f.content_string) for f in docs]
         try:
-            self.refs = CrossRefs.collect(Path(config.docs_dir), os.path.relpath(config.docs_dir, self.root),
+            self.refs = self.core.CrossRefs.collect(Path(config.docs_dir), os.path.relpath(config.docs_dir, self.root),
                                           sources, _nav_paths(config.nav or []))
-        except SourceError as exc:
+        except self.core.SourceError as exc:
             raise PluginError(self._located(exc)) from None
 
     def on_post_page(self, output: str, *, page, config: MkDocsConfig) -> str | None:
@@ -252,11 +249,11 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
         # Material's search overlay is a dialog without a name; screen readers announce it blank.
         output = output.replace('class="md-search" data-md-component="search" role="dialog"',
                                 'class="md-search" data-md-component="search" role="dialog" aria-label="Search"', 1)
-        output = place_pictures(output, self.pictures.get(page.file.src_uri, {}))
+        output = self.core.place_pictures(output, self.pictures.get(page.file.src_uri, {}))
         if 'class="eg-static"' in output:
             # The chart font, early: static pictures are laid out for it.
             fonts = "".join(f'<link rel="preload" href="{get_relative_url(f"{ASSETS}/{path}", page.file.url)}" '
-                            'as="font" type="font/woff2" crossorigin>' for path in theme.FONT_FILES)
+                            'as="font" type="font/woff2" crossorigin>' for path in self.core.theme.FONT_FILES)
             output = output.replace("</head>", fonts + "</head>", 1)
         return output
 
@@ -280,8 +277,8 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
     def on_serve(self, server, *, config: MkDocsConfig, builder):
         if self.config.enabled:
             # Editing a model, the figure code or the catalogue must rebuild the site.
-            server.watch(str(MODELS_ROOT))
-            server.watch(str(PACKAGE_ROOT))
+            server.watch(str(self.core.MODELS_ROOT))
+            server.watch(str(self.core.PACKAGE_ROOT))
             server.watch(str(self.catalogue_path))
         return server
 
@@ -292,7 +289,7 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
         except ValueError:
             return abs_path
 
-    def _located(self, exc: SourceError) -> str:
+    def _located(self, exc) -> str:
         return f"explainer: {exc}"
 
 
@@ -312,13 +309,13 @@ def _pin_build_date(root: Path) -> None:
         os.environ["SOURCE_DATE_EPOCH"] = out.stdout.strip()
 
 
-def _register_fence(config: MkDocsConfig) -> None:
+def _register_fence(core, config: MkDocsConfig) -> None:
     """Make sure superfences knows the `explainer` fence, so authors need not list it."""
     if "pymdownx.superfences" not in config.markdown_extensions:
         config.markdown_extensions.append("pymdownx.superfences")
     settings = config.mdx_configs.setdefault("pymdownx.superfences", {})
     fences = settings.setdefault("custom_fences", [])
-    for fence in (superfence.FENCE, mathml.FENCE):
+    for fence in (core.superfence.FENCE, core.mathml.FENCE):
         if not any(f.get("name") == fence["name"] for f in fences):
             fences.append(dict(fence))
 
@@ -345,20 +342,9 @@ def _after_title(markdown: str, block: str) -> str:
     return block + "\n" + markdown
 
 
-def _switch_labels(cat: Catalogue, build: PageBuild) -> dict[str, dict[str, str]]:
+def _switch_labels(cat, build) -> dict[str, dict[str, str]]:
     """Visible names for the scenario switch's choices."""
     models = {k: m.name for k, m in cat.models.items()}
     return {"accelerator": {k: a.name for k, a in cat.accelerators.items()}, "target": models, "draft": models,
             "cards": {str(n): f"{n} card{'s' if n != 1 else ''}" for n in build.controls.switch.get("cards", [])}}
 
-
-def _page_state(page: PageBuild) -> dict:
-    c = page.controls
-    return {
-        "switch": c.switch,
-        "scenarios": [s.key for s in c.grid()],
-        "default": c.scenario.key,
-        "sliders": {n: {"min": s.min, "step": s.step, "count": s.count, "default": s.default,
-                        "decimals": s.decimals} for n, s in c.sliders.items()},
-        "numbers": {n.id: {"deps": n.deps, "texts": n.texts} for n in page.numbers.values() if n.deps},
-    }

@@ -97,7 +97,7 @@ MORE_CASES = {
     "inline number that is infinite": (
         "---\nexplainer:\n  sliders:\n    a: {label: A, min: 0.1, max: 0.9, step: 0.1, default: 0.3}\n---\n\n"
         "# T\n\nIt is {{ 1 / (a - 0.5) | .1f }}.\n", 9, ["is inf at a=0.5"]),
-    "invalid math": ("# T\n\nText.\n\n```math\n\\frac{1}{\n```\n", 5, ["math fence", "is not valid LaTeX"]),
+    "invalid math": ("# T\n\nText.\n\n```math\n\\frac{1}{\n```\n", 6, ["math fence", "is not valid LaTeX"]),
     "slider named like a Vega signal": ("---\nexplainer:\n  sliders:\n    width: {label: W, min: 1, max: 2, step: 1, default: 1}\n---\n\n# T\n", 4,
                                         ["slider name 'width'", "Vega's own names"]),
     "unknown page slider in prose": ("# T\n\nAt {{ E(acc, 4) | .1f }}.\n", 3, ["unknown name 'acc'"]),

@@ -224,7 +224,7 @@ def states(state: dict):
     """(label, scenario, slider positions) for every scenario and each slider at min, default, max."""
     ends = {n: sorted({0, round((s["default"] - s["min"]) / s["step"]), s["count"] - 1})
             for n, s in state["sliders"].items()}
-    for scenario in state["scenarios"]:
+    for scenario in (s["key"] for s in state["scenarios"]):
         for combo in itertools.product(*ends.values()):
             pos = dict(zip(ends, combo))
             yield f"{scenario} {pos}", scenario, pos
@@ -234,7 +234,7 @@ def text_at(number: dict, state: dict, scenario: str, pos: dict) -> str:
     """The text loader.js renderNumbers() shows: row-major over deps, "scenario" first."""
     index = 0
     for dep in number["deps"]:
-        size, at = (len(state["scenarios"]), state["scenarios"].index(scenario)) if dep == "scenario" else \
+        size, at = (len(state["scenarios"]), [s["key"] for s in state["scenarios"]].index(scenario)) if dep == "scenario" else \
             (state["sliders"][dep]["count"], pos[dep])
         index = index * size + max(0, min(size - 1, at))
     return number["texts"][index]

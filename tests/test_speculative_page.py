@@ -71,7 +71,7 @@ def test_every_scenario_and_slider_position_is_precomputed(site):
     # The breakeven number depends on a, k and the scenario: check one position away from the default.
     n = next(v for v in state["numbers"].values() if set(v["deps"]) == {"scenario", "a", "k"}
              and len(v["texts"]) == 24 * 19 * 8 and v["texts"][0].replace(",", "").isdigit())
-    i_sc = state["scenarios"].index("h200.8.llama-3-70b.llama-3-8b")
+    i_sc = [s["key"] for s in state["scenarios"]].index("h200.8.llama-3-70b.llama-3-8b")
     i_a, i_k = round((0.6 - 0.05) / 0.05), 2 - 1
     cat = load_catalogue()
     want = speculative.breakeven_batch(cat.accelerator("h200"), target, cat.model("llama-3-8b"), 8, 0.6, 2)

@@ -22,6 +22,14 @@
   var jsonCache = new Map();
   var bundle = null;
   var bundleUrl = null;
+  var CONTRACT = 2; // explainer_gen/contract.py VERSION: the shape of the JSON read here
+
+  function checked(what, json) {
+    if (!json || json.version !== CONTRACT) {
+      throw new Error(what + " has contract version " + (json && json.version) + ", this loader reads " + CONTRACT);
+    }
+    return json;
+  }
 
   function fetchJSON(url) {
     if (!jsonCache.has(url)) {
@@ -77,15 +85,24 @@
     return +(s.min + i * s.step).toFixed(decimals);
   }
 
+  // The scenario whose switch choices match the selects, by key (see explainer_gen/contract.py).
   function scenarioFromSelects() {
-    var names = Object.keys(page.switch), index = 0;
-    for (var i = 0; i < names.length; i++) {
-      var choices = page.switch[names[i]].map(String);
-      var sel = document.querySelector('[data-eg-switch="' + names[i] + '"]');
-      var pos = sel ? choices.indexOf(sel.value) : 0;
-      index = index * choices.length + Math.max(0, pos);
+    var chosen = {};
+    Object.keys(page.switch).forEach(function (name) {
+      var sel = document.querySelector('[data-eg-switch="' + name + '"]');
+      if (sel) chosen[name] = sel.value;
+    });
+    for (var i = 0; i < page.scenarios.length; i++) {
+      var c = page.scenarios[i].choices, names = Object.keys(c), match = true;
+      for (var j = 0; j < names.length && match; j++) match = !(names[j] in chosen) || c[names[j]] === chosen[names[j]];
+      if (match) return page.scenarios[i].key;
     }
-    return page.scenarios[index] || page.default;
+    return page.default;
+  }
+
+  function scenarioIndex(key) {
+    for (var i = 0; i < page.scenarios.length; i++) if (page.scenarios[i].key === key) return i;
+    return -1;
   }
 
   function inputs(name) {
@@ -108,7 +125,7 @@
     Object.keys(page.switch).forEach(function (name) {
       var sel = document.querySelector('[data-eg-switch="' + name + '"]');
       var v = q.get(name);
-      if (sel && v !== null && page.switch[name].map(String).indexOf(v) >= 0) sel.value = v;
+      if (sel && v !== null && page.switch[name].indexOf(v) >= 0) sel.value = v;
     });
     return { scenario: scenarioFromSelects(), sliders: sliders };
   }
@@ -178,7 +195,7 @@
 
   function renderNumbers() {
     var spans = document.querySelectorAll("[data-eg-num]");
-    var scenario = { size: page.scenarios.length, pos: Math.max(0, page.scenarios.indexOf(state.scenario)) };
+    var scenario = { size: page.scenarios.length, pos: Math.max(0, scenarioIndex(state.scenario)) };
     for (var i = 0; i < spans.length; i++) {
       var n = page.numbers[spans[i].getAttribute("data-eg-num")];
       if (!n) continue;
@@ -297,7 +314,7 @@
 
   function embed(fig, gen) {
     return Promise.all([fetchJSON(fig.url), chartFonts()]).then(function (got) {
-      fig.payload = got[0];
+      fig.payload = checked("figure " + fig.url, got[0]);
       describeFigure(fig);
       return dataFor(fig);
     }).then(function (cols) {
@@ -423,7 +440,7 @@
     });
     fetchJSON(resolve(root, "data-eg-page")).then(function (info) {
       if (gen !== generation) return;
-      page = info;
+      page = checked("page state", info);
       state = initialState();
       showControls();
       root.addEventListener("change", onScenario);

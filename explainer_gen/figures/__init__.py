@@ -1,7 +1,8 @@
-"""Figure kinds, registered by name. Importing this package registers them all."""
-from . import speedup, tokens  # noqa: F401  (registers)
-from . import kvslots, roofline, schedule, steptime, throughput  # noqa: F401  (sibling pages)
-from . import paper_check, sampling_check, sampling_speed  # noqa: F401  (the checks, issue 8)
-from .base import REGISTRY, FigureKind, TableView
+"""Figure kinds, registered by name. Importing this package finds and registers them all:
+every module in this folder, then every entry point in the group `explainer_gen.figures`
+(see `base.discover`)."""
+from .base import ENTRY_POINT_GROUP, REGISTRY, DuplicateFigureKind, FigureKind, TableView, discover, register
 
-__all__ = ["REGISTRY", "FigureKind", "TableView"]
+MODULES = discover(__name__, __path__)
+
+__all__ = ["ENTRY_POINT_GROUP", "MODULES", "REGISTRY", "DuplicateFigureKind", "FigureKind", "TableView", "register"]

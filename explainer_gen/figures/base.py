@@ -1,8 +1,38 @@
-"""What every figure kind provides, and the helpers they share."""
+"""What every figure kind provides, how kinds are found, and the helpers they share.
+
+Finding kinds
+-------------
+A kind is a `FigureKind` subclass decorated with `@register`, which files one instance under
+the class's `name` in `REGISTRY`. Importing `explainer_gen.figures` runs `discover`, which:
+
+1. imports every module in the `explainer_gen/figures/` folder (`pkgutil.iter_modules`), so a
+   new kind is a new module there and nothing else lists it;
+2. loads every entry point in the group ``explainer_gen.figures`` (`ENTRY_POINT_GROUP`), so
+   another installed package can add kinds. An entry point names either a module, whose
+   import registers its kinds with `@register`, or a `FigureKind` subclass, which is registered
+   if its module did not already do it. In the other package's ``pyproject.toml``::
+
+       [project.entry-points."explainer_gen.figures"]
+       my-kinds = "my_package.figures"              # a module that uses @register
+       waterfall = "my_package.waterfall:Waterfall"  # or one FigureKind subclass
+
+Two different classes registered under one name fail at once (`DuplicateFigureKind`), naming
+both modules: a kind never silently replaces another. Registering the same class again (a
+module reloaded, or named both by its module and by an entry point) is not a clash.
+
+Rows at a slider position
+-------------------------
+`rows_at` (Python) and `slider_filter` (the Vega expression the browser runs) are the only
+two ways a kind picks the rows of one slider position, and they share `AT_TOLERANCE`.
+"""
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from dataclasses import dataclass
-from typing import ClassVar
+from importlib.metadata import entry_points
+from types import ModuleType
+from typing import ClassVar, Iterable, Mapping
 
 import altair as alt
 import numpy as np
@@ -56,11 +86,64 @@ class FigureKind:
 
 
 REGISTRY: dict[str, FigureKind] = {}
+ENTRY_POINT_GROUP = "explainer_gen.figures"
+
+
+class DuplicateFigureKind(RuntimeError):
+    """Two different classes claim one figure kind name."""
+
+
+def _origin(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def register(cls: type[FigureKind]) -> type[FigureKind]:
-    REGISTRY[cls.name] = cls()
+    """Class decorator: file one instance of `cls` under `cls.name` in `REGISTRY`."""
+    if not (isinstance(cls, type) and issubclass(cls, FigureKind)):
+        raise TypeError(f"@register takes a FigureKind subclass, got {cls!r}")
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"figure kind {_origin(cls)} needs a class attribute `name` (a non-empty string)")
+    held = REGISTRY.get(name)
+    if held is not None and _origin(type(held)) != _origin(cls):
+        raise DuplicateFigureKind(
+            f"figure kind {name!r} is registered twice: by {_origin(type(held))} (module {type(held).__module__}) "
+            f"and by {_origin(cls)} (module {cls.__module__}); give one of them another name")
+    REGISTRY[name] = cls()
     return cls
+
+
+def discover(package: str, path: Iterable[str]) -> list[str]:
+    """Import every module of the figures package at `path`, then load the entry points.
+
+    Returns the names of the package's modules, in the order imported (alphabetical).
+    """
+    found = []
+    for info in pkgutil.iter_modules(list(path)):
+        importlib.import_module(f"{package}.{info.name}")
+        found.append(info.name)
+    load_entry_points()
+    return found
+
+
+def load_entry_points(group: str = ENTRY_POINT_GROUP) -> list[str]:
+    """Load every entry point in `group` (see the module docstring); returns their names."""
+    names = []
+    for ep in entry_points(group=group):
+        where = f"entry point {ep.name!r} = {ep.value!r} in group {group!r}"
+        dist = getattr(ep, "dist", None)
+        if dist is not None:
+            where += f" of {dist.metadata['Name']}"
+        try:
+            obj = ep.load()
+        except Exception as exc:  # a broken plug-in fails the build, with its name
+            raise ImportError(f"figure kinds: {where} could not be loaded: {exc}") from exc
+        if isinstance(obj, type) and issubclass(obj, FigureKind):
+            register(obj)
+        elif not isinstance(obj, ModuleType):
+            raise TypeError(f"figure kinds: {where} names {obj!r}; it must name a module or a FigureKind subclass")
+        names.append(ep.name)
+    return names
 
 
 def table_data() -> alt.NamedData:
@@ -73,16 +156,39 @@ def slider_params(sliders: dict[str, Slider]) -> list[alt.Parameter]:
             for s in sliders.values()]
 
 
-def slider_filter(sliders: dict[str, Slider]) -> str:
-    """Keep the rows of the current slider position (half a step absorbs float noise)."""
-    return " && ".join(f"abs(datum.{s.name} - {s.name}) < {s.step / 2!r}" for s in sliders.values()) or "true"
+# A row is at a slider position when, for every slider asked about, its column differs from the
+# slider's value by less than AT_TOLERANCE steps. Slider positions lie a whole step apart, so
+# half a step is the widest tolerance that can never take a neighbouring position; it also
+# absorbs float noise and the rounding to a few significant digits that the browser's copy of
+# the data goes through (`artifacts.SIGNIFICANT`), so Python and the browser pick the same rows.
+AT_TOLERANCE = 0.5
 
 
-def at_default(cols: Columns, sliders: dict[str, Slider]) -> np.ndarray:
-    """Rows at every slider's default position."""
-    mask = np.ones(len(next(iter(cols.values()))), dtype=bool)
-    for s in sliders.values():
-        mask &= np.abs(cols[s.name] - s.default) < s.step / 2
+def _sliders(sliders: Mapping[str, Slider] | Iterable[Slider]) -> list[Slider]:
+    return list(sliders.values()) if isinstance(sliders, Mapping) else list(sliders)
+
+
+def slider_filter(sliders: Mapping[str, Slider] | Iterable[Slider]) -> str:
+    """Vega expression: the row sits at the sliders' current position (the browser's `rows_at`)."""
+    return " && ".join(f"abs(datum.{s.name} - {s.name}) < {s.step * AT_TOLERANCE!r}"
+                       for s in _sliders(sliders)) or "true"
+
+
+def rows_at(cols: Columns, sliders: Mapping[str, Slider], position: Mapping[str, float] | None = None,
+            what: str | None = None) -> np.ndarray:
+    """Mask of the rows at one slider position: the one Python helper every kind uses.
+
+    `position` maps slider names to values; only the sliders it names are checked (a layer that
+    ignores a slider holds 0 there). Left out, it is every slider at its default. A row matches
+    when each named slider's column is within `AT_TOLERANCE` of that slider's step of the value.
+    With `what`, only rows whose `what` column is that label match.
+    """
+    n = len(next(iter(cols.values()))) if cols else 0
+    mask = np.ones(n, dtype=bool) if what is None else cols["what"] == what
+    if position is None:
+        position = {s.name: s.default for s in sliders.values()}
+    for name, value in position.items():
+        mask &= np.abs(cols[name] - value) < sliders[name].step * AT_TOLERANCE
     return mask
 
 

@@ -11,8 +11,8 @@ import numpy as np
 from models import kvcache
 
 from ..controls import Resolved, Slider
-from .base import count, Columns, FigureKind, TableView, register, slider_params, table_data
-from .longform import follows, part, pick, stack
+from .base import count, Columns, FigureKind, TableView, register, rows_at, slider_params, table_data
+from .longform import follows, part, stack
 
 CONTEXT_RANGE = (1024, 131072)
 # Four points per doubling of context draw the curves; the slider's points sit on them.
@@ -71,10 +71,10 @@ class KVSlots(FigureKind):
         n = sliders["ncards"].default
         rows = []
         for c in (2048, 8192, 32768, 131072):
-            if not pick(cols, "point", ctx=c, ncards=n).any():
-                continue  # a page narrowed the context slider
-            shown = [cols["slots"][pick(cols, "point", ctx=c, ncards=n) & (cols["variant"] == label)][0]
-                     for label in VARIANTS.values()]
+            if c not in sliders["ctx"].values():
+                continue  # a page narrowed the context slider, or moved its grid off this length
+            here = rows_at(cols, sliders, {"ctx": c, "ncards": n}, what="point")
+            shown = [cols["slots"][here & (cols["variant"] == label)][0] for label in VARIANTS.values()]
             rows.append([f"{c:,}", f"{shown[0]:.0f}", f"{shown[1]:.0f}", f"{shown[0] - shown[1]:.0f}"])
         return TableView(caption=f"Slots for {r.target.name} on {n:g} × {r.acc.name}, "
                                  f"{kvcache.RESERVE:.0%} of memory reserved, {r.draft.name} as draft",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..controls import Slider
-from .base import Columns
+from .base import Columns, slider_filter
 
 
 def part(what: str, n: int, **cols) -> Columns:
@@ -33,15 +33,9 @@ def stack(parts: list[Columns], order: list[str]) -> Columns:
 
 
 def follows(what: list[str], sliders: list[Slider]) -> str:
-    """Vega expression: the row is one of `what` and sits at the current position of `sliders`."""
+    """Vega expression: the row is one of `what` and sits at the current position of `sliders`.
+
+    (In Python, `base.rows_at(cols, sliders, position, what=...)` picks the same rows.)
+    """
     kinds = " || ".join(f"datum.what == '{w}'" for w in what)
-    at = " && ".join(f"abs(datum.{s.name} - {s.name}) < {s.step / 2!r}" for s in sliders) or "true"
-    return f"(({kinds}) && {at})"
-
-
-def pick(cols: Columns, what: str, **at: float) -> np.ndarray:
-    """Mask of rows labelled `what` at the given slider values, up to float noise."""
-    mask = cols["what"] == what
-    for name, value in at.items():
-        mask &= np.abs(cols[name] - value) < 1e-6 * max(1.0, abs(value))
-    return mask
+    return f"(({kinds}) && {slider_filter(sliders)})"

@@ -62,7 +62,10 @@ class PaperCheck(FigureKind):
                                                                  range=["circle", "diamond"])),
             color=alt.Color("source:N", title=None, scale=alt.Scale(domain=[LEVIATHAN, CHEN]),
                             legend=alt.Legend(orient="bottom")),
-            fill=alt.condition(alt.datum.which == "paper", alt.Color("source:N", legend=None), alt.value("transparent")),
+            # Published points filled, the model's hollow: the fill is the source's colour (the same domain
+            # as the stroke's, or the fill scale would order the sources its own way), shown or not.
+            fill=alt.Fill("source:N", scale=alt.Scale(domain=[LEVIATHAN, CHEN]), legend=None),
+            fillOpacity=alt.condition(alt.datum.which == "paper", alt.value(1), alt.value(0)),
             tooltip=tips)
         return alt.layer(link, points).properties(height=280)
 

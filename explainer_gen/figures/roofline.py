@@ -12,8 +12,8 @@ import numpy as np
 from models import roofline
 
 from ..controls import Resolved, Slider
-from .base import Columns, FigureKind, TableView, register, slider_params, table_data
-from .longform import follows, part, pick, stack
+from .base import Columns, FigureKind, TableView, register, rows_at, slider_params, table_data
+from .longform import follows, part, stack
 
 # Shared with the step-time figure, so one slider moves both on a page.
 PHASE_SLIDERS = {
@@ -82,9 +82,9 @@ class Roofline(FigureKind):
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
         p, b = sliders["prompt"].default, sliders["batch"].default
         rows = []
-        for label, mask in [("Ridge point", pick(cols, "ridge")),
-                            (f"Prefill, {p:g}-token prompt", pick(cols, "prefill", prompt=p)),
-                            (f"Decode, batch {b:g}", pick(cols, "decode", batch=b))]:
+        for label, mask in [("Ridge point", cols["what"] == "ridge"),
+                            (f"Prefill, {p:g}-token prompt", rows_at(cols, sliders, {"prompt": p}, what="prefill")),
+                            (f"Decode, batch {b:g}", rows_at(cols, sliders, {"batch": b}, what="decode"))]:
             i, t = cols["intensity"][mask][0], cols["tflops"][mask][0]
             rows.append([label, f"{i:,.0f}", f"{t:,.1f}", f"{t * 1e12 / r.acc.flops:.1%}"])
         return TableView(caption=f"Roofline of the {r.acc.name}, {r.target.name} in bf16",
@@ -99,8 +99,9 @@ class Roofline(FigureKind):
             if intensity >= r.acc.ridge:
                 return "on the flat roof"
             return "far down the bandwidth slope" if intensity < r.acc.ridge / 4 else "on the slope below the ridge"
+        # From the model at the position, as the points are: facts() has no slider steps to look rows up by.
         batch, prompt = position["batch"], position["prompt"]
+        intensity = lambda tokens: float(roofline.step_time(r.acc, r.target, r.cards, tokens).intensity)  # noqa: E731
         return {"acc": r.acc.name, "ridge": f"{r.acc.ridge:.0f}", "peak": f"{r.acc.bf16_tflops:g}",
                 "batch": f"{batch:g}", "prompt": f"{prompt:,.0f}",
-                "decode_where": where(cols["intensity"][pick(cols, "decode", batch=batch)][0]),
-                "prefill_where": where(cols["intensity"][pick(cols, "prefill", prompt=prompt)][0])}
+                "decode_where": where(intensity(batch)), "prefill_where": where(intensity(prompt))}

@@ -12,7 +12,7 @@ from models import sampling
 
 from ..controls import Resolved, Slider
 from ..theme import colour
-from .base import Columns, FigureKind, TableView, at_default, register, slider_filter, slider_params, table_data
+from .base import Columns, FigureKind, TableView, register, rows_at, slider_filter, slider_params, table_data
 
 # The slider is named `drift`: an identifier that no Vega signal or expression function uses.
 DRIFT = Slider("drift", "Draft drift from the target", 0.0, 1.0, 0.1, 0.5)
@@ -64,7 +64,7 @@ class SamplingCheck(FigureKind):
         return alt.layer(bars, target).add_params(*slider_params(sliders)).properties(height=300)
 
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
-        m = at_default(cols, sliders)
+        m = rows_at(cols, sliders)
         tokens = np.unique(cols["token"][m])
         rows = []
         for t in tokens:

@@ -11,7 +11,8 @@ import numpy as np
 from models import sampling, speculative
 
 from ..controls import Resolved, Slider
-from .base import Columns, FigureKind, TableView, at_default, register, slider_filter, slider_params, table_data
+from ..theme import colour
+from .base import Columns, FigureKind, TableView, register, rows_at, slider_filter, slider_params, table_data
 from .sampling_check import DRIFT
 
 MEASURED = "Measured"
@@ -57,13 +58,13 @@ class SamplingSpeed(FigureKind):
         every = data.transform_filter(alt.datum.series == MEASURED).mark_point(size=24, opacity=0.45).encode(
             x=x, y=y, color=color, tooltip=tips)
         now = data.transform_filter(alt.datum.series == MEASURED).transform_filter(slider_filter(sliders))
-        here = now.mark_point(filled=True, size=90, stroke="currentColor", strokeWidth=1).encode(
+        here = now.mark_point(filled=True, size=90, stroke=colour("fg"), strokeWidth=1).encode(
             x=x, y=y, color=color, tooltip=tips)
         rule = now.transform_filter(alt.datum.k == 1).mark_rule(strokeDash=[4, 4]).encode(x=x)
         return alt.layer(curves, every, rule, here).add_params(*slider_params(sliders)).properties(height=300)
 
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
-        m = at_default(cols, sliders)
+        m = rows_at(cols, sliders)
         measured = m & (cols["series"] == MEASURED)
         alpha = float(cols["alpha"][measured][0])
         rows = []

@@ -14,7 +14,7 @@ from models import batching
 
 from ..controls import Resolved, Slider
 from ..theme import BOLD, colour
-from .base import count, Columns, FigureKind, TableView, register, slider_params, table_data
+from .base import count, Columns, FigureKind, TableView, register, rows_at, slider_filter, slider_params, table_data
 from .longform import part, stack
 
 SCHEDULERS = {"continuous": "Continuous batching", "static": "Static batching"}
@@ -58,8 +58,7 @@ class BatchSchedule(FigureKind):
         return stack(parts, list(self.columns))
 
     def chart(self, sliders: dict[str, Slider]) -> alt.TopLevelMixin:
-        at = " && ".join(f"abs(datum.{s.name} - {s.name}) < {s.step / 2!r}" for s in sliders.values())
-        base = alt.Chart(table_data()).transform_filter(at)
+        base = alt.Chart(table_data()).transform_filter(slider_filter(sliders))
         x = alt.X("t0:Q", title="Time (s)", scale=alt.Scale(zero=True, nice=False))
         y = alt.Y("y0:Q", axis=None, scale=alt.Scale(domain=[0, TOP], nice=False, zero=True))
         color = alt.Color("sched:N", title="Scheduler", scale=alt.Scale(domain=list(SCHEDULERS.values())),
@@ -81,7 +80,7 @@ class BatchSchedule(FigureKind):
 
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
         b, s = sliders["batch"].default, sliders["spread"].default
-        at = (np.abs(cols["batch"] - b) < 1e-9) & (np.abs(cols["spread"] - s) < 1e-9)
+        at = rows_at(cols, sliders)
         rows = []
         for label in SCHEDULERS.values():
             mine = at & (cols["sched"] == label)

@@ -7,7 +7,7 @@ import numpy as np
 from models import speculative
 
 from ..controls import Resolved, Slider
-from .base import Columns, FigureKind, TableView, at_default, grid_product, register, slider_filter, slider_params, table_data
+from .base import Columns, FigureKind, TableView, grid_product, register, rows_at, slider_filter, slider_params, table_data
 
 LOOKAHEADS = (1, 2, 4, 8)
 # Batch sizes from 1 to 1024, four per doubling, so the log axis is evenly sampled.
@@ -42,7 +42,7 @@ class SpeedupVsBatch(FigureKind):
         return alt.layer(even, lines).add_params(*slider_params(sliders)).properties(height=320)
 
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
-        m = at_default(cols, sliders)
+        m = rows_at(cols, sliders)
         batches = np.unique(cols["batch"][m])
         rows = []
         for b in batches:

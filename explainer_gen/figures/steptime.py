@@ -12,8 +12,8 @@ from models import roofline
 
 from ..controls import Resolved, Slider
 from ..theme import colour
-from .base import Columns, FigureKind, TableView, register, slider_params, table_data
-from .longform import part, pick, stack
+from .base import Columns, FigureKind, TableView, register, rows_at, slider_params, table_data
+from .longform import part, stack
 from .roofline import PHASE_SLIDERS, phase_filter
 
 TOKENS_RANGE = (1.0, 16384.0)
@@ -75,9 +75,9 @@ class StepTime(FigureKind):
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
         p, b = sliders["prompt"].default, sliders["batch"].default
         rows = []
-        for label, mask in [(f"Decode, batch {b:g}", pick(cols, "decode", batch=b)),
-                            ("Ridge", pick(cols, "ridge")),
-                            (f"Prefill, {p:g}-token prompt", pick(cols, "prefill", prompt=p))]:
+        for label, mask in [(f"Decode, batch {b:g}", rows_at(cols, sliders, {"batch": b}, what="decode")),
+                            ("Ridge", cols["what"] == "ridge"),
+                            (f"Prefill, {p:g}-token prompt", rows_at(cols, sliders, {"prompt": p}, what="prefill"))]:
             tokens, ms = cols["tokens"][mask][0], cols["ms"][mask][0]
             st = roofline.step_time(r.acc, r.target, r.cards, tokens)
             bound = "compute" if bool(st.compute_bound) else "bandwidth"

@@ -10,7 +10,7 @@ from models import roofline, speculative
 
 from ..controls import Resolved, Slider
 from ..theme import BOLD
-from .base import count, Columns, FigureKind, TableView, at_default, register, slider_filter, slider_params, table_data
+from .base import count, Columns, FigureKind, TableView, register, rows_at, slider_filter, slider_params, table_data
 
 N_TOKENS = 48
 SEED = 20230211  # fixed so every build draws the same outcomes
@@ -113,7 +113,7 @@ class TokenTimeline(FigureKind):
                 .add_params(*slider_params(sliders)).properties(height=170, padding={"top": 24, "left": 5, "right": 5, "bottom": 5}))
 
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
-        i = int(np.argmax(at_default(cols, sliders)))
+        i = int(np.argmax(rows_at(cols, sliders)))
         runs, k = cols["acc"][i], int(cols["k"][i])
         accepted = sum(runs)
         rejected = sum(1 for n in runs if n < k)

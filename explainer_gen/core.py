@@ -1,0 +1,66 @@
+"""Everything a build runs, loaded together, and the hashes of the source files as they were loaded.
+
+The MkDocs plugin reaches the models and the generator only through this module, so that one
+long-lived process (`mkdocs serve`) can load a fresh copy when their code changes on disk, and
+so that the cache is keyed by the code that actually ran, never by files edited after loading
+(see `fresh` below and cache.code_fingerprint).
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+
+from . import cache
+
+_before = cache.source_hashes()
+
+from models.catalogue import CATALOGUE_PATH, Catalogue, load_catalogue  # noqa: E402
+from models.yamlsource import SourceError  # noqa: E402
+
+from . import contract, mathml, superfence, theme, timing  # noqa: E402,F401
+from .artifacts import FigureArtifacts, FigureRequest, build_figure, dumps, site_files  # noqa: E402,F401
+from .bundle import javascript_bundle, short_hash  # noqa: E402,F401
+from .cache import MODELS_ROOT, PACKAGE_ROOT, DiskCache, digest  # noqa: E402,F401
+from .crossref import CrossRefs, Source  # noqa: E402,F401
+from .feed import ATOM_PATH  # noqa: E402,F401
+from .html import figure_html, page_root_html, place_pictures, static_picture  # noqa: E402,F401
+from .numbers import NumberResult  # noqa: E402,F401
+from .pages import PageBuild, build_page, substitute_numbers  # noqa: E402,F401
+from .staging import Staging, WarningCount  # noqa: E402,F401
+
+# The hashes of the code loaded above; None if a file changed while it was being loaded.
+_after = cache.source_hashes()
+SOURCES: dict[str, str] | None = _before if _before == _after else None
+del _before, _after
+
+# Modules that are never loaded again: MkDocs holds the plugin class and its config schema.
+_KEPT = ("explainer_gen.plugin", "explainer_gen.config")
+
+
+def code_fingerprint() -> str:
+    """The cache key's part for code, from the code this module loaded."""
+    assert SOURCES is not None, "core.fresh() hands out only a core whose sources are known"
+    return cache.code_fingerprint(SOURCES)
+
+
+def is_current() -> bool:
+    """Whether the code on disk is the code loaded here."""
+    return SOURCES is not None and SOURCES == cache.source_hashes()
+
+
+def fresh(attempts: int = 3):
+    """This module if the code on disk is the code it loaded; else a new copy of the models and the
+    generator, loaded from disk (the old modules stay with whoever holds them). Returns the core
+    module and whether it was reloaded. RuntimeError if the code keeps changing while it loads."""
+    core = sys.modules[__name__]
+    reloaded = False
+    for _ in range(attempts):
+        if core.is_current():
+            return core, reloaded
+        for name in [n for n in sys.modules if n == "models" or n.startswith("models.")
+                     or (n.startswith("explainer_gen.") and n not in _KEPT)]:
+            del sys.modules[name]
+        importlib.invalidate_caches()
+        core = importlib.import_module(__name__)
+        reloaded = True
+    raise RuntimeError("the generator's or the models' code kept changing while it was loaded")

@@ -1,0 +1,120 @@
+"""The browser contract (explainer_gen/contract.py): one shape for the JSON the loader reads, checked
+on every file the real build writes, and read by the real loader in a browser.
+
+Issue 12, bug 2: the loader used to find a scenario by position arithmetic over the switch's
+field names, which the JSON had sorted, while the build laid scenarios out in the front
+matter's order. A switch written as {target, accelerator} showed H200 and 8B for H100 and 70B.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import pytest
+
+from explainer_gen import contract
+from helpers import REPO, mkdocs_build, serve
+
+LOADER = REPO / "explainer_gen" / "assets" / "loader.js"
+
+
+def site_json(site, kind: str) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted((site / "assets/explainer" / kind).glob("*.json"))]
+
+
+def test_every_file_the_build_writes_has_the_contract_shape(site):
+    pages = site_json(site, "page")
+    figures = [j for j in site_json(site, "fig") if "vega" in j]  # not the other scenarios' rows
+    assert len(pages) >= 4 and len(figures) >= 10
+    for state in pages:
+        contract.check_page_state(state)
+    for payload in figures:
+        contract.check_figure_payload(payload)
+
+
+def test_the_loader_reads_the_version_the_build_writes():
+    m = re.search(r"var CONTRACT = (\d+);", LOADER.read_text())
+    assert m and int(m.group(1)) == contract.VERSION
+
+
+@pytest.mark.parametrize("broken, message", [
+    (lambda s: s.pop("default"), "missing ['default']"),
+    (lambda s: s.update(version=1), "version 1"),
+    (lambda s: s["scenarios"][1]["choices"].update(accelerator="h100"), "same switch choice"),
+    (lambda s: s["scenarios"][0]["choices"].update(accelerator="tpu"), "not a choice"),
+    (lambda s: s["numbers"]["n"]["texts"].pop(), "3 texts for 4 positions"),
+    (lambda s: s["numbers"]["n"].update(deps=["b"]), "neither the scenario nor a slider"),
+])
+def test_a_malformed_page_state_is_refused(broken, message):
+    state = {"version": contract.VERSION, "switch": {"accelerator": ["h100", "h200"]},
+             "scenarios": [{"key": "A", "choices": {"accelerator": "h100"}},
+                           {"key": "B", "choices": {"accelerator": "h200"}}],
+             "default": "A", "sliders": {"a": {"min": 0, "step": 1, "count": 2, "default": 0, "decimals": 0}},
+             "numbers": {"n": {"deps": ["scenario", "a"], "texts": ["1", "2", "3", "4"]}}}
+    contract.check_page_state(state)  # the well-formed one passes
+    broken(state)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        contract.check_page_state(state)
+
+
+SWITCHED = """---
+explainer:
+  switch: {{target: [llama-3-8b, llama-3-70b], accelerator: [{accelerators}]}}
+---
+
+# Switched
+
+Runs <span id="where">{{{{ name('target') }}}} on {{{{ name('accelerator') }}}}</span>.
+"""
+
+
+@pytest.mark.parametrize("accelerators", ["h100-sxm, h200", "h200, h100-sxm"])
+def test_the_switch_shows_the_chosen_scenario_whatever_the_order_of_its_fields(tmp_path, browser, accelerators):
+    root = tmp_path / "p"
+    (root / "docs").mkdir(parents=True)
+    shutil.copy(REPO / "models" / "catalogue.yaml", root / "catalogue.yaml")
+    (root / "mkdocs.yml").write_text(
+        "site_name: order\ntheme: {name: material, font: false}\n"
+        "plugins: [{explainer: {catalogue: catalogue.yaml}}]\nmarkdown_extensions: [pymdownx.superfences, md_in_html]\n")
+    (root / "docs" / "index.md").write_text(SWITCHED.format(accelerators=accelerators))
+    result = mkdocs_build(tmp_path / "site", root / "mkdocs.yml")
+    assert result.returncode == 0, result.stderr
+    with serve(tmp_path / "site") as url:
+        page = browser.new_page()
+        errors = []
+        page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+        page.goto(url)
+        page.wait_for_function("() => window.explainerGen && window.explainerGen.state()")
+        for target, target_name in (("llama-3-70b", "Llama 3 70B"), ("llama-3-8b", "Llama 3 8B")):
+            for acc, acc_name in (("h100-sxm", "H100"), ("h200", "H200")):
+                page.select_option("select[data-eg-switch=target]", target)
+                page.select_option("select[data-eg-switch=accelerator]", acc)
+                shown = page.locator("#where").inner_text()
+                assert target_name in shown and acc_name in shown, (target, acc, shown)
+                key = page.evaluate("() => window.explainerGen.state().scenario").split(".")
+                assert (key[0], key[2]) == (acc, target), key
+        page.close()
+    assert errors == []
+
+
+def test_a_page_state_of_another_version_leaves_the_page_as_built(site, browser):
+    """The loader refuses JSON of another contract version: default numbers stay, nothing moves."""
+    with serve(site) as url:
+        page = browser.new_page()
+        errors = []
+        page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+
+        def old(route):
+            body = json.loads(route.fetch().text())
+            body["version"] = contract.VERSION - 1
+            route.fulfill(body=json.dumps(body), content_type="application/json")
+        page.route(re.compile(r".*/assets/explainer/page/.*\.json$"), old)
+        page.goto(url + "explainers/speculative-decoding/")
+        for _ in range(100):  # until the loader has read the page state and said why it refused it
+            if errors:
+                break
+            page.wait_for_timeout(100)
+        assert any("contract version" in e for e in errors), errors
+        assert page.evaluate("() => window.explainerGen.state()") is None
+        page.close()

@@ -1,0 +1,169 @@
+"""Prefill against decode, per token: models/prefill.py and the prefill-vs-decode figure, set
+against values worked out here from the catalogue's datasheet numbers, read straight from the YAML."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import yaml
+
+from explainer_gen.artifacts import FigureRequest, build_figure
+from explainer_gen.controls import Scenario
+from explainer_gen.figures import REGISTRY
+from helpers import REPO
+from models import kvcache, prefill
+
+RAW = yaml.safe_load((REPO / "models" / "catalogue.yaml").read_text())
+ACCS = {a["key"]: a for a in RAW["accelerators"]}
+MODELS = {m["key"]: m for m in RAW["models"]}
+RESERVE = 0.10  # the share of memory the KV-cache page holds back for activations and the runtime
+PROMPTS = np.array([1, 2, 7, 64, 100, 153, 154, 295, 296, 1000, 2048, 8192, 32768], dtype=float)
+SCENARIOS = [(a, n) for a in ACCS for n in (1, 2, 4, 8)]
+
+
+class Hand:
+    """One accelerator and one model, priced by hand from the YAML: bf16, SI units."""
+
+    def __init__(self, acc: str, cards: int, model: str = "llama-3-70b"):
+        a, m = ACCS[acc], MODELS[model]
+        self.cards = cards
+        self.flops = a["bf16_tflops"] * 1e12 * cards          # FLOP/s over all cards
+        self.bw = a["bandwidth_tbps"] * 1e12 * cards          # bytes/s over all cards
+        self.memory = a["memory_gb"] * 1e9 * cards
+        self.weights = 2.0 * m["params"]                      # bytes of bf16 weights
+        self.kv = 2 * m["layers"] * m["kv_heads"] * m["head_dim"] * 2.0  # K and V, bf16, per token
+        self.params, self.layers, self.width = m["params"], m["layers"], m["heads"] * m["head_dim"]
+        # FLOP per byte of weights at which a pass turns compute-bound, in tokens per pass:
+        # 2 N P / F = 2 N / B  =>  P = F / B (two bytes and two FLOPs per parameter).
+        self.ridge = self.flops / self.bw
+
+    def prefill_pass(self, p):
+        return np.maximum(self.weights / self.bw, 2.0 * self.params * p / self.flops)
+
+    def decode_per_token(self):
+        return self.weights / self.bw
+
+    def fits(self, tokens):
+        return self.memory * (1 - RESERVE) - self.weights >= self.kv * tokens
+
+
+@pytest.fixture(scope="module")
+def kind():
+    return REGISTRY["prefill-vs-decode"]
+
+
+def resolved(cat, acc: str, cards: int):
+    return Scenario(accelerator=acc, cards=cards).resolve(cat)
+
+
+def test_the_reserve_is_the_one_the_pages_state():
+    assert kvcache.RESERVE == RESERVE
+
+
+@pytest.mark.parametrize("acc, cards", SCENARIOS)
+def test_times_per_token_are_the_datasheet_roofline(cat, acc, cards):
+    hand, r = Hand(acc, cards), resolved(cat, acc, cards)
+    got_pre = prefill.prefill_s_per_token(r.acc, r.target, cards, PROMPTS)
+    got_dec = prefill.decode_s_per_token(r.acc, r.target, cards, PROMPTS)
+    np.testing.assert_allclose(got_pre, hand.prefill_pass(PROMPTS) / PROMPTS, rtol=1e-12)
+    np.testing.assert_allclose(got_dec, np.full(len(PROMPTS), hand.decode_per_token()), rtol=1e-12)
+    # A one-token prompt is a decode step: the only length at which the two cost the same per token.
+    assert got_pre[0] == pytest.approx(got_dec[0], rel=1e-12)
+    assert (got_pre[1:] < got_dec[1:]).all()
+
+
+@pytest.mark.parametrize("acc", ACCS)
+def test_at_the_ridge_a_whole_prefill_takes_one_decode_step(cat, acc):
+    hand, r = Hand(acc, 4), resolved(cat, acc, 4)
+    ridge = hand.ridge
+    assert ridge == pytest.approx(ACCS[acc]["bf16_tflops"] / ACCS[acc]["bandwidth_tbps"], rel=1e-12)
+    whole = ridge * prefill.prefill_s_per_token(r.acc, r.target, 4, ridge)
+    assert whole == pytest.approx(hand.decode_per_token(), rel=1e-12)
+    # Per token, decode costs P times prefill below the ridge and the ridge's worth above it.
+    ratio = prefill.decode_s_per_token(r.acc, r.target, 4) / prefill.prefill_s_per_token(r.acc, r.target, 4, PROMPTS)
+    np.testing.assert_allclose(ratio, np.minimum(PROMPTS, ridge), rtol=1e-12)
+    # Past the ridge, prefill costs the arithmetic alone: 2 N FLOPs per token.
+    past = PROMPTS[PROMPTS > ridge]
+    np.testing.assert_allclose(prefill.prefill_s_per_token(r.acc, r.target, 4, past), 2 * hand.params / hand.flops,
+                               rtol=1e-12)
+
+
+def test_causal_attention_flops(cat):
+    m = cat.model("llama-3-70b")
+    p = 4096.0
+    # Per layer: Q K^T and the weighted sum of V are each 2 P^2 d without the mask; causal halves both.
+    by_hand = 80 * (2 * p * p * 8192 + 2 * p * p * 8192) / 2
+    assert prefill.attention_flops(m, p) == pytest.approx(by_hand, rel=1e-12)
+    assert prefill.attention_share(m, p) == pytest.approx(by_hand / (2 * 70553706496 * p), rel=1e-12)
+
+
+@pytest.mark.parametrize("acc, cards", SCENARIOS)
+def test_memory_fit_rule(cat, acc, cards):
+    hand, r = Hand(acc, cards), resolved(cat, acc, cards)
+    assert (prefill.fits(r.acc, r.target, cards, PROMPTS) == hand.fits(PROMPTS)).all()
+    longest = prefill.longest_fit(r.acc, r.target, cards, 32768)
+    budget = hand.memory * (1 - RESERVE) - hand.weights
+    assert longest == (0 if budget < hand.kv else min(32768, math.floor(budget / hand.kv)))
+
+
+@pytest.mark.parametrize("acc, cards", SCENARIOS)
+def test_the_figure_draws_only_what_fits_and_draws_the_model(cat, kind, acc, cards):
+    hand, r = Hand(acc, cards), resolved(cat, acc, cards)
+    grid = {"prompt": kind.sliders["prompt"].values()}
+    cols = kind.compute(r, grid)
+    assert hand.fits(cols["tokens"]).all()
+    for what in ("prefill", "prefill-at"):
+        rows = cols["what"] == what
+        t = cols["tokens"][rows]
+        np.testing.assert_allclose(cols["ms"][rows], hand.prefill_pass(t) / t * 1e3, rtol=1e-12)
+    for what in ("decode", "decode-at"):
+        rows = cols["what"] == what
+        np.testing.assert_allclose(cols["ms"][rows], hand.decode_per_token() * 1e3, rtol=1e-12)
+    gap = cols["what"] == "gap"
+    np.testing.assert_allclose(cols["ratio"][gap], np.minimum(cols["tokens"][gap], hand.ridge), rtol=1e-12)
+    # The slider's points: one per prompt length that fits, none for the others.
+    fitting = grid["prompt"][hand.fits(grid["prompt"])]
+    assert cols["prompt"][cols["what"] == "prefill-at"].tolist() == fitting.tolist()
+    # The lines run from one token to the longest prompt that fits (at most 32k), through the ridge.
+    line = cols["tokens"][cols["what"] == "prefill"]
+    budget = hand.memory * (1 - RESERVE) - hand.weights
+    if budget < hand.kv:
+        assert len(cols["what"]) == 0
+    else:
+        assert line.min() == 1 and line.max() == min(32768, math.floor(budget / hand.kv))
+        assert (cols["what"] == "ridge").sum() == int(hand.fits(hand.ridge))
+
+
+def test_a_scenario_whose_cache_runs_out_shortens_the_lines(cat, kind):
+    """Two A100s hold Llama 3 70B with room for some 8.8k tokens of cache: the lines stop there."""
+    hand = Hand("a100-80gb", 2)
+    limit = math.floor((hand.memory * 0.9 - hand.weights) / hand.kv)
+    assert 8192 < limit < 32768
+    cols = kind.compute(resolved(cat, "a100-80gb", 2), {"prompt": kind.sliders["prompt"].values()})
+    assert cols["tokens"].max() == limit
+    assert cols["prompt"].max() == 8192  # the slider's whole range fits
+
+
+def test_the_static_description_and_table_give_the_hand_numbers(cat, kind):
+    sliders = dict(kind.sliders)
+    art = build_figure(FigureRequest("prefill-vs-decode", sliders, (Scenario(),), "caption"), cat)
+    hand = Hand("h100-sxm", 4)
+    p = sliders["prompt"].default
+    decode_ms = hand.decode_per_token() * 1e3
+    floor_us = 2 * hand.params / hand.flops * 1e6
+    assert f"Decode takes {decode_ms:.1f} ms per generated token" in art.alt
+    assert f"ridge at {hand.ridge:,.0f} tokens" in art.alt and f"levels off at {floor_us:.1f} µs" in art.alt
+    assert f"At a prompt of {p:,.0f} tokens prefill takes {hand.prefill_pass(p) / p * 1e6:.1f} µs per token, " \
+           f"{min(p, hand.ridge):,.0f}× less than decode." in art.alt
+    rows = {row[0]: row[1:] for row in art.table.rows}
+    assert rows["1"][:3] == [f"{decode_ms:.1f} ms", f"{decode_ms:.1f} ms", "1×"]
+    assert rows[f"{p:,.0f} (the prompt slider)"][1:4] == [f"{decode_ms:.1f} ms", f"{hand.ridge:,.0f}×", "compute"]
+    assert rows["32,768"][4] == f"{80 * 32768 * 8192 / hand.params:.1%}"
+
+
+def test_a_scenario_where_nothing_fits_says_so(cat, kind):
+    art = build_figure(FigureRequest("prefill-vs-decode", dict(kind.sliders),
+                                     (Scenario(accelerator="a100-80gb", cards=1),), "caption"), cat)
+    assert "do not fit in memory, so nothing is drawn" in art.alt
+    assert all(cell == "does not fit in memory" for row in art.table.rows for cell in row[1:])

@@ -1,0 +1,95 @@
+"""Editing model code under `mkdocs serve` (issue 12, bug 1).
+
+`mkdocs serve` rebuilds in one process, where Python keeps the modules it imported first. The
+old code's results used to be cached under the new code's hash, so serve showed the old
+numbers and a later `mkdocs build` on the same cache shipped them. Now the plugin loads the
+models and the generator again when their code changes on disk, and keys the cache by the
+hashes of the code it loaded.
+
+The test runs a scratch copy of the project (its own `models/` and `explainer_gen/` first on
+PYTHONPATH), doubles the weight-read term of the step time in the copy's model while serve
+runs, and reads the page's step time: under serve, then from a fresh build on serve's cache, then
+from a build without a cache.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+from helpers import MKDOCS, REPO, copy_project, env
+
+STEP = re.compile(r'takes <span class="eg-num"[^>]*>([^<]+)</span>')
+TERM = "memory_s = weight_bytes / (cards * acc.bandwidth)"
+
+
+def step_ms(html: str) -> float:
+    m = STEP.search(html)
+    assert m, "no step time on the page"
+    return float(m.group(1).split()[0])
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = copy_project(tmp_path / "project")
+    for package in ("models", "explainer_gen"):
+        shutil.copytree(REPO / package, root / package, ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+def test_an_edit_to_model_code_shows_under_serve_and_is_never_cached_under_the_old_code(project, tmp_path):
+    from test_authoring import _free_port
+
+    run_env = {**env(), "PYTHONPATH": str(project)}
+    model = project / "models" / "roofline.py"
+    assert TERM in model.read_text()
+    port = _free_port()
+    proc = subprocess.Popen(MKDOCS + ["serve", "--livereload", "-a", f"127.0.0.1:{port}"], cwd=project, env=run_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}/explainers/speculative-decoding/"
+
+    def served() -> float | None:
+        try:
+            return step_ms(urllib.request.urlopen(url, timeout=5).read().decode())
+        except OSError:
+            return None
+
+    try:
+        deadline = time.time() + 180
+        while (before := served()) is None and time.time() < deadline:
+            time.sleep(0.5)
+        assert before, "mkdocs serve did not come up"
+        model.write_text(model.read_text().replace(TERM, "memory_s = 2 * weight_bytes / (cards * acc.bandwidth)", 1))
+        deadline = time.time() + 180
+        after = before
+        while after == before and time.time() < deadline:
+            time.sleep(0.5)
+            after = served() or before
+    finally:
+        proc.terminate()
+        try:
+            out = proc.communicate(timeout=20)[0]
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out = proc.communicate()[0]
+    # The default scenario's single-token step is bound by the weight read: doubling it doubles the step.
+    assert after == pytest.approx(2 * before, rel=0.02), (before, after, out[-2000:])
+    assert "loaded it again" in out
+
+    def built(name: str) -> float:
+        """A fresh `mkdocs build` process, on the project's cache (.cache/explainer) if it is there."""
+        dest = tmp_path / name
+        result = subprocess.run(MKDOCS + ["build", "-q", "-d", str(dest)], cwd=project, env=run_env,
+                                capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        return step_ms((dest / "explainers/speculative-decoding/index.html").read_text())
+
+    assert (project / ".cache" / "explainer").is_dir()
+    on_serves_cache = built("site-cached")
+    shutil.rmtree(project / ".cache")
+    without_cache = built("site-uncached")
+    assert on_serves_cache == without_cache == after
