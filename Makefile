@@ -1,11 +1,15 @@
 # Two commands do everything on a fresh machine with Python 3.11+:
 #   make serve   build the site and serve it at http://127.0.0.1:8000 with live reload
 #   make test    run the whole test suite (models, build, errors, browser)
+# The tiers of `make test` one at a time (tests/conftest.py sorts every test into one):
+#   make test-unit     no browser, no site build: models, parsers, checks; under a minute
+#   make test-site     builds: the real site once, and scratch sites for author mistakes
+#   make test-browser  the built site in Chromium (see the `chromium` target)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: serve test build bench clean
+.PHONY: serve test test-unit test-site test-browser chromium build bench clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -13,21 +17,35 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e ".[test]"
 	touch $@
 
-# Debian's Chromium drives the browser tests; Playwright cannot download its own here.
-/usr/bin/chromium:
-	@if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
-	else echo "Install Chromium first: sudo apt-get install -y chromium" >&2; exit 1; fi
+# The browser tests' Chromium (tests/helpers.py finds it): $EXPLAINER_CHROMIUM if set, else
+# Debian's /usr/bin/chromium, else Playwright's own. Only when none is configured or installed,
+# and only on a Debian-like system, is Chromium installed with apt-get; elsewhere this says how.
+chromium: $(VENV)/.installed
+	@$(PY) tests/helpers.py; found=$$?; \
+	if [ $$found = 1 ] && [ -f /etc/debian_version ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "Installing Debian's Chromium: apt-get install -y chromium"; \
+	  apt-get update -qq && apt-get install -y -qq chromium; \
+	else exit $$found; fi
 
 serve: $(VENV)/.installed
 	$(VENV)/bin/mkdocs serve --livereload -a 127.0.0.1:8000
 
-test: $(VENV)/.installed /usr/bin/chromium
+test: $(VENV)/.installed chromium
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-unit: $(VENV)/.installed
+	$(PY) -m pytest -m unit $(PYTEST_ARGS)
+
+test-site: $(VENV)/.installed
+	$(PY) -m pytest -m site $(PYTEST_ARGS)
+
+test-browser: $(VENV)/.installed chromium
+	$(PY) -m pytest -m browser $(PYTEST_ARGS)
 
 build: $(VENV)/.installed
 	$(VENV)/bin/mkdocs build --strict
 
-bench: $(VENV)/.installed /usr/bin/chromium
+bench: $(VENV)/.installed chromium
 	$(PY) benchmarks/bench.py
 
 clean:

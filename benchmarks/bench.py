@@ -211,14 +211,14 @@ def lighthouse_run(base: str, page: str, out: Path) -> dict | str:
     or why it could not run."""
     import subprocess
 
-    from helpers import CHROMIUM, CHROMIUM_ARGS
+    from helpers import CHROMIUM, CHROMIUM_ARGS, playwright_chromium
 
     out.unlink(missing_ok=True)
     cmd = ["npx", "-y", LIGHTHOUSE, base + page, f"--only-categories={','.join(LH_CATEGORIES)}",
            "--output=json", f"--output-path={out}", "--quiet", f"--chrome-flags={' '.join(CHROMIUM_ARGS)}"]
     try:
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
-                             env={**os.environ, "CHROME_PATH": CHROMIUM})
+                             env={**os.environ, "CHROME_PATH": CHROMIUM or playwright_chromium()})
     except subprocess.TimeoutExpired:
         return "timed out after 600 s"
     if run.returncode != 0 or not out.exists():

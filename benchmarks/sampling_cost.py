@@ -21,7 +21,7 @@ os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
 
 from explainer_gen import timing  # noqa: E402
 from explainer_gen.artifacts import FigureRequest, build_figure  # noqa: E402
-from explainer_gen.controls import Scenario  # noqa: E402
+from explainer_gen.controls import default_scenario  # noqa: E402
 from explainer_gen.figures import REGISTRY  # noqa: E402
 from models import load_catalogue, sampling  # noqa: E402
 
@@ -49,7 +49,7 @@ def measure(runs: int = 3, cold_build_s: float | None = None) -> dict:
     timing.reset()
     figures, start = {}, time.perf_counter()
     for kind in KINDS:
-        req = FigureRequest(kind, dict(REGISTRY[kind].sliders), (Scenario(),), kind)
+        req = FigureRequest(kind, dict(REGISTRY[kind].sliders), (default_scenario(load_catalogue()),), kind)
         t = time.perf_counter()
         art = build_figure(req, catalogue)
         figures[kind] = {"build_ms": round(1e3 * (time.perf_counter() - t), 1),

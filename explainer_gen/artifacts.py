@@ -24,7 +24,7 @@ from models.catalogue import Catalogue
 from models.yamlsource import SourceError
 
 from . import timing
-from .controls import Resolved, Scenario, Slider
+from .controls import SCENARIO_TABLE, Resolved, Scenario, Slider
 from .figures import REGISTRY, TableView
 from . import contract, theme
 
@@ -122,12 +122,12 @@ def _check_finite(cols: dict[str, np.ndarray], req: FigureRequest, scenario: Sce
                               f"{name!r} at {where or 'the only position'} (scenario {scenario.key})")
 
 
-def _csv(cols: dict[str, np.ndarray], labels: dict[str, str], r: Resolved) -> str:
+def _csv(cols: dict[str, np.ndarray], labels: dict[str, str], r: Resolved, catalogue: Catalogue) -> str:
     """Every slider position, each row naming the scenario it was computed for."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    scenario = [r.acc.name, r.cards, r.target.name, r.draft.name]
-    writer.writerow(["accelerator", "cards", "target model", "draft model"] + [labels.get(c, c) for c in cols])
+    writer.writerow([f.csv for f in SCENARIO_TABLE] + [labels.get(c, c) for c in cols])
+    scenario = r.scenario.names(catalogue)
     for row in zip(*(_round(v) for v in cols.values())):
         writer.writerow([safe_csv_cell(x) for x in scenario + list(row)])
     return out.getvalue()
@@ -175,7 +175,7 @@ def build_figure(req: FigureRequest, catalogue: Catalogue) -> FigureArtifacts:
         kind=req.kind, spec=spec, data=data, default=req.scenarios[0].key,
         vega=compile_for_page(spec), svg=svg, image_size=svg_size(svg),
         describe={"template": kind.description, "fields": fields, "values": described},
-        csv=_csv(default_cols, kind.columns, default_resolved),
+        csv=_csv(default_cols, kind.columns, default_resolved, catalogue),
         table=kind.table(default_cols, default_resolved, req.sliders),
         alt=spec["description"], sizes=sizes,
     )

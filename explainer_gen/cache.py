@@ -29,7 +29,7 @@ def _version(dist: str) -> str:
 # The generator code whose output is cached: figure kinds, artefacts, numbers and what they
 # read. Editing anything else (hooks, HTML, loader, cross-references) recomputes nothing.
 COMPUTING = ("figures/*.py", "artifacts.py", "contract.py", "theme.py", "controls.py", "numbers.py",
-             "vocabulary.py", "pages.py")
+             "vocabulary/*.py", "pages.py")
 
 
 def source_hashes() -> dict[str, str]:

@@ -112,13 +112,55 @@ def parse_sliders(raw: Any, path: str, line: int, base: dict[str, Slider],
 
 
 @dataclass(frozen=True)
-class Scenario:
-    """Where the models run: hardware, card count and the two models, by catalogue key."""
+class ScenarioField:
+    """One field of the scenario: what it is called in front matter, in the switch and in CSV
+    files, which catalogue table its values come from, and how a value is named to readers."""
 
-    accelerator: str = "h100-sxm"
-    cards: int = 4
-    target: str = "llama-3-70b"
-    draft: str = "llama-3.2-1b"
+    name: str    # the front-matter key and the Scenario attribute
+    label: str   # the switch's label
+    csv: str     # the CSV column
+    table: str | None  # "accelerators" or "models": values are catalogue keys; None: a card count
+
+    def check(self, value: Any, catalogue: Catalogue, path: str, line: int) -> Any:
+        if self.table is None:
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1024:
+                raise SourceError(path, line, f"{self.name} must be a whole number from 1 to 1024, got {value!r}")
+            return value
+        if not isinstance(value, str):
+            raise SourceError(path, line, f"{self.name} must be a catalogue key (a string), got {value!r}")
+        rows = getattr(catalogue, self.table)
+        if value not in rows:
+            raise SourceError(path, line, str(UnknownKey(self.table[:-1], value, list(rows))))
+        return value
+
+    def name_of(self, value: Any, catalogue: Catalogue) -> str:
+        """What readers see for a value: the catalogue row's name, or "4 cards"."""
+        if self.table is None:
+            return f"{value} card{'s' if value != 1 else ''}"
+        return getattr(catalogue, self.table)[value].name
+
+
+# The scenario's fields, in the order of Scenario's attributes, its key and its CSV columns:
+# the one table that parsing, the switch, labels and CSV headers read.
+SCENARIO_TABLE = (
+    ScenarioField("accelerator", "Accelerator", "accelerator", "accelerators"),
+    ScenarioField("cards", "Cards", "cards", None),
+    ScenarioField("target", "Target model", "target model", "models"),
+    ScenarioField("draft", "Draft model", "draft model", "models"),
+)
+SCENARIO_FIELDS = tuple(f.name for f in SCENARIO_TABLE)
+FIELD = {f.name: f for f in SCENARIO_TABLE}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Where the models run: hardware, card count and the two models, by catalogue key. The
+    site's default is the catalogue's `defaults: scenario:` (see default_scenario)."""
+
+    accelerator: str
+    cards: int
+    target: str
+    draft: str
 
     def resolve(self, catalogue: Catalogue) -> "Resolved":
         return Resolved(self, catalogue.accelerator(self.accelerator), self.cards,
@@ -126,11 +168,12 @@ class Scenario:
 
     @property
     def key(self) -> str:
-        return f"{self.accelerator}.{self.cards}.{self.target}.{self.draft}"
+        return ".".join(str(getattr(self, f)) for f in SCENARIO_FIELDS)
 
-
-SCENARIO_FIELDS = ("accelerator", "cards", "target", "draft")
-_SCENARIO_KIND = {"accelerator": "accelerator", "target": "model", "draft": "model"}
+    def names(self, catalogue: Catalogue) -> list[str]:
+        """The readers' names of its fields, in table order (a CSV row's first cells)."""
+        return [f.name_of(getattr(self, f.name), catalogue) if f.table else getattr(self, f.name)
+                for f in SCENARIO_TABLE]
 
 
 @dataclass(frozen=True)
@@ -143,16 +186,23 @@ class Resolved:
 
 
 def check_scenario_value(field: str, value: Any, catalogue: Catalogue, path: str, line: int) -> Any:
-    if field == "cards":
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1024:
-            raise SourceError(path, line, f"cards must be a whole number from 1 to 1024, got {value!r}")
-        return value
-    if not isinstance(value, str):
-        raise SourceError(path, line, f"{field} must be a catalogue key (a string), got {value!r}")
-    table = catalogue.accelerators if field == "accelerator" else catalogue.models
-    if value not in table:
-        raise SourceError(path, line, str(UnknownKey(_SCENARIO_KIND[field], value, list(table))))
-    return value
+    return FIELD[field].check(value, catalogue, path, line)
+
+
+def default_scenario(catalogue: Catalogue) -> Scenario:
+    """The scenario every page starts from, set once for the site in the catalogue."""
+    raw, path = catalogue.defaults.get("scenario"), catalogue.path
+    line = catalogue.defaults.line_of("scenario") if isinstance(catalogue.defaults, SourceMap) else 1
+    if not isinstance(raw, SourceMap):
+        raise SourceError(path, line, "the catalogue needs `defaults: scenario:` with "
+                          f"{', '.join(SCENARIO_FIELDS)}: the scenario pages start from")
+    missing = [f for f in SCENARIO_FIELDS if f not in raw]
+    if missing:
+        raise SourceError(path, raw.line, f"defaults: scenario misses {', '.join(missing)}")
+    for key in raw:
+        if key not in FIELD:
+            raise SourceError(path, raw.line_of(key), f"unknown scenario key {key!r}; {closest(key, SCENARIO_FIELDS)}")
+    return Scenario(**{f: check_scenario_value(f, raw[f], catalogue, path, raw.line_of(f)) for f in SCENARIO_FIELDS})
 
 
 def parse_scenario(raw: Any, path: str, line: int, base: Scenario, catalogue: Catalogue) -> Scenario:
@@ -178,5 +228,5 @@ def expect_mapping(raw: Any, path: str, line: int, what: str, allowed: tuple[str
     return raw
 
 
-__all__ = ["Slider", "Scenario", "Resolved", "parse_slider", "parse_sliders", "parse_scenario",
+__all__ = ["Slider", "Scenario", "ScenarioField", "SCENARIO_TABLE", "SCENARIO_FIELDS", "default_scenario", "Resolved", "parse_slider", "parse_sliders", "parse_scenario",
            "expect_mapping", "line_of", "MAX_SLIDER_POSITIONS"]

@@ -3,9 +3,12 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Callable
+from typing import Callable, Iterable
 
 from .artifacts import FigureArtifacts
+from models.catalogue import Catalogue
+
+from .controls import FIELD, Slider
 from .pages import FigureOnPage, PageBuild
 
 esc = lambda s: html.escape(str(s), quote=True)  # noqa: E731
@@ -34,7 +37,7 @@ def figure_html(fig: FigureOnPage, url: Callable[[str], str], files: dict[str, s
         f' aria-describedby="{desc_id}"></div>'
         f'{picture_frame(a, fig.anchor)}'
         f'<p class="eg-desc" id="{desc_id}">{esc(a.alt)}</p>'
-        f'{controls_html(fig)}'
+        f'{controls_html(fig.request.sliders.values(), fig.anchor)}'
         f'<details class="eg-data"><summary>Data table</summary>'
         f'<div class="eg-table-wrap"><table><caption>{esc(t.caption)}</caption><thead><tr>{head}</tr></thead>'
         f'<tbody>{body}</tbody></table></div>'
@@ -84,45 +87,53 @@ def place_pictures(page_html: str, pictures: dict[str, str]) -> str:
 
 
 def page_root_html(page: PageBuild, page_json_url: str, bundle_url: str, loader_url: str,
-                   labels: dict[str, dict[str, str]]) -> str:
+                   catalogue: Catalogue) -> str:
     """Page-level state holder, the scenario switch and the loader script.
 
-    `labels[field][value]` gives the visible name of each switch choice.
+    Each switch field's label and its choices' names come from the scenario table (controls.py).
     """
     selects = []
     for name, values in page.controls.switch.items():
         default = getattr(page.controls.scenario, name)
         options = "".join(
-            f'<option value="{esc(v)}"{" selected" if v == default else ""}>{esc(labels.get(name, {}).get(str(v), v))}</option>'
+            f'<option value="{esc(v)}"{" selected" if v == default else ""}>{esc(FIELD[name].name_of(v, catalogue))}</option>'
             for v in values)
-        selects.append(f'<label class="eg-select"><span>{esc(SWITCH_LABELS.get(name, name))}</span>'
+        selects.append(f'<label class="eg-select"><span>{esc(FIELD[name].label)}</span>'
                        f'<select name="{esc(name)}" data-eg-switch="{esc(name)}" data-eg-default="{esc(default)}">{options}</select></label>')
     switch = (f'<form class="eg-scenario" aria-label="Scenario">{"".join(selects)}</form>'
               if selects else "")
+    # The page's sliders that no figure shows (used by the prose alone) get their controls here.
+    sliders = controls_html(page.page_sliders(), "eg-page", group=PAGE_SLIDERS_LABEL)
     # Controls are in place from the first paint, so revealing them shifts nothing; without
     # JavaScript they would do nothing, so then they are not shown at all.
     return (f'<div class="eg-page" data-eg-page="{esc(page_json_url)}" data-eg-bundle="{esc(bundle_url)}">'
             f'<noscript><style>.eg-controls, .eg-scenario {{ display: none; }}</style></noscript>'
-            f'{switch}<div class="eg-announce" role="status" aria-live="polite" aria-atomic="true"></div>'
+            f'{switch}{sliders}<div class="eg-announce" role="status" aria-live="polite" aria-atomic="true"></div>'
             f'</div>\n<script src="{esc(loader_url)}" defer></script>\n')
 
 
-SWITCH_LABELS = {"accelerator": "Accelerator", "cards": "Cards", "target": "Target model", "draft": "Draft model"}
+PAGE_SLIDERS_LABEL = "Sliders for the numbers on this page"
 
 
-def controls_html(fig: FigureOnPage) -> str:
-    """The figure's sliders as plain range inputs, which the loader wires to the chart.
+def controls_html(sliders: Iterable[Slider], id_prefix: str, group: str = "") -> str:
+    """Sliders as plain range inputs, which the loader wires to the charts, the numbers and the URL.
 
+    The one home of slider markup: a figure's sliders (`id_prefix` its anchor), and the page's
+    own, for sliders no figure shows (`group` names that block, which the page root holds).
     They are in the HTML rather than drawn by Vega so that they exist, with their labels,
     before the chart library has loaded, and so that moving one can load it.
     """
     items = []
-    for s in fig.request.sliders.values():
-        input_id = f"{fig.anchor}-{s.name}"
+    for s in sliders:
+        input_id = f"{id_prefix}-{s.name}"
         value = f"{s.default:.{s.decimals}f}"
         items.append(
             f'<div class="eg-slider"><label for="{esc(input_id)}">{esc(s.label)}</label>'
             f'<input type="range" id="{esc(input_id)}" data-eg-param="{esc(s.name)}" min="{s.min:g}" max="{s.max:g}" '
             f'step="{s.step:g}" value="{value}">'
             f'<output for="{esc(input_id)}">{value}</output></div>')
-    return f'<div class="eg-controls">{"".join(items)}</div>' if items else ""
+    if not items:
+        return ""
+    attrs = (f'class="eg-controls eg-page-sliders" role="group" aria-label="{esc(group)}"' if group
+             else 'class="eg-controls"')
+    return f'<div {attrs}>{"".join(items)}</div>'

@@ -1,9 +1,10 @@
 """Inline numbers: `{{ E(a, 4) | .1f }}` in Markdown becomes the model's value, formatted.
 
-An expression may call the vocabulary and name the page's sliders; it is evaluated over
-every slider position and scenario variant it depends on, so the page can update it in
-place without a server. Format specs are Python's, optionally followed by a unit or by a
-noun that agrees with the number (`{{ n | d request }}`: "1 request", "54 requests").
+An expression may call the vocabulary (explainer_gen/vocabulary/), whose grouped terms read as
+attributes (`chen.c`, `chen.speedup(0)`; `a.b` without a call is `a.b()`), and name the page's
+sliders; it is evaluated over every slider position and scenario variant it depends on, so the
+page can update it in place without a server. Format specs are Python's, optionally followed by
+a unit or by a noun that agrees with the number (`{{ n | d request }}`: "1 request", "54 requests").
 
 An expression may also choose between phrases, `{{ "twice" if r < 2.05 else "more than twice" }}`;
 the choice is made at every position too, so the words change with the sliders.
@@ -37,7 +38,7 @@ UNITS: dict[str, tuple[float, str]] = {
 }
 _COMPARE: dict[type, Callable] = {ast.Eq: np.equal, ast.NotEq: np.not_equal, ast.Lt: np.less,
                                   ast.LtE: np.less_equal, ast.Gt: np.greater, ast.GtE: np.greater_equal}
-_ALLOWED = (ast.Expression, ast.Call, ast.Name, ast.Load, ast.Constant, ast.BinOp, ast.UnaryOp,
+_ALLOWED = (ast.Expression, ast.Call, ast.Name, ast.Attribute, ast.Load, ast.Constant, ast.BinOp, ast.UnaryOp,
             ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.FloorDiv, ast.USub, ast.UAdd, ast.keyword,
             # choices: `"a" if x < 1 else "b"`, with comparisons joined by and, or, not
             ast.IfExp, ast.Compare, ast.BoolOp, ast.And, ast.Or, ast.Not, *_COMPARE)
@@ -193,7 +194,24 @@ def find_inline(lines: list[str], skip: set[int]) -> Iterator[Inline]:
 class Expr:
     tree: ast.Expression
     names: tuple[str, ...]   # slider names it depends on, in page order
-    calls: frozenset[str]
+    calls: frozenset[str]    # vocabulary terms it uses: called, or read as attributes ("chen.c")
+
+
+def dotted(node: ast.AST) -> str | None:
+    """`chen.c` for the attribute chain chen.c; None for anything else (such as `f(x).c`)."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else None
+
+
+def _unknown_term(name: str, text: str, functions: set[str], what: str) -> str:
+    members = sorted(f for f in functions if f.startswith(name + "."))
+    if members:  # chen('c') written for chen.c
+        return (f"{name!r} in {{{{ {text} }}}} is a group of terms, not a function: write one of "
+                f"{', '.join(members)} (as in {members[0]} or {members[0]}(...))")
+    return f"unknown {what} {name!r} in {{{{ {text} }}}}; {closest(name, sorted(functions))}"
 
 
 def parse_expr(text: str, functions: set[str], sliders: dict[str, Slider], path: str, line: int) -> Expr:
@@ -204,17 +222,29 @@ def parse_expr(text: str, functions: set[str], sliders: dict[str, Slider], path:
     except SyntaxError as exc:
         raise SourceError(path, line, f"inline number {text!r} is not a valid expression: {exc.msg}") from None
     used, calls = set(), set()
+    inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}  # parts of a longer chain
     for node in ast.walk(tree):
         if not isinstance(node, _ALLOWED):
             raise SourceError(path, line, f"inline number {text!r}: {type(node).__name__} is not allowed; "
                               "use numbers, slider names, + - * / ** and calls, or choose a phrase with "
                               "\"a\" if condition else \"b\" (conditions compare with < <= > >= == != "
                               "and join with and, or, not)")
-        if isinstance(node, ast.Call):
+        if id(node) in inner:
+            continue
+        if isinstance(node, ast.Attribute):
+            name = dotted(node)
+            if name is None:
+                raise SourceError(path, line, f"inline number {text!r}: only a vocabulary term may be written "
+                                  f"with a dot ({ast.unparse(node)} is not one)")
+            if name not in functions:
+                raise SourceError(path, line, _unknown_term(name, text, functions, "name"))
+            calls.add(name)
+        elif isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute):
+                continue  # the chain is checked as an Attribute
             if not isinstance(node.func, ast.Name) or node.func.id not in functions:
                 name = getattr(node.func, "id", ast.unparse(node.func))
-                raise SourceError(path, line, f"unknown function {name!r} in {{{{ {text} }}}}; "
-                                  f"{closest(name, sorted(functions))}")
+                raise SourceError(path, line, _unknown_term(name, text, functions, "function"))
             calls.add(node.func.id)
         elif isinstance(node, ast.Name) and node.id not in functions:
             if node.id not in sliders:
@@ -242,6 +272,8 @@ def evaluate(expr: Expr, env: dict[str, Any]) -> Any:
             return node.value
         if isinstance(node, ast.Name):
             return env[node.id]
+        if isinstance(node, ast.Attribute):  # a grouped term read as a value: chen.c is chen.c()
+            return env[dotted(node)]()
         if isinstance(node, ast.UnaryOp):
             v = ev(node.operand)
             if isinstance(node.op, ast.Not):
@@ -277,7 +309,7 @@ def evaluate(expr: Expr, env: dict[str, Any]) -> Any:
                                          ast.Div: np.true_divide, ast.Pow: np.power, ast.FloorDiv: np.floor_divide}
             return ops[type(node.op)](left, right)
         if isinstance(node, ast.Call):
-            fn = env[node.func.id]
+            fn = env[dotted(node.func)]
             return fn(*[ev(a) for a in node.args], **{k.arg: ev(k.value) for k in node.keywords})
         raise AssertionError(node)
     with np.errstate(all="ignore"):

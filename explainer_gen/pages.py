@@ -15,10 +15,10 @@ from models.yamlsource import SourceError, SourceMap, closest, load_yaml
 
 from . import mathml
 from .artifacts import FigureArtifacts, FigureRequest
-from .controls import SCENARIO_FIELDS, Scenario, Slider, check_scenario_value, expect_mapping, parse_scenario, parse_sliders
+from .controls import SCENARIO_FIELDS, Scenario, Slider, check_scenario_value, default_scenario, expect_mapping, parse_scenario, parse_sliders
 from .figures import REGISTRY
 from .numbers import Expr, NumberResult, compute_number, find_inline, parse_expr, parse_format
-from .vocabulary import SCENARIO_FREE, vocabulary
+from .vocabulary import scenario_free, vocabulary
 
 FENCE_NAME = "explainer"
 _FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*\{?[ \t]*\.?(?P<lang>[\w-]*)")
@@ -78,6 +78,7 @@ class PageControls:
     scenario: Scenario
     switch: dict[str, list[Any]]
     sliders: dict[str, Slider]
+    lines: dict[str, int] = field(default_factory=dict)  # slider name -> its front-matter line
 
     def identity(self) -> dict:
         """Everything about the controls that decides a number's values, for cache keys."""
@@ -99,10 +100,10 @@ class PageControls:
 def parse_controls(meta: Any, path: str, catalogue: Catalogue) -> PageControls:
     raw = meta.get("explainer") if isinstance(meta, dict) else None
     if raw is None:
-        return PageControls(Scenario(), {}, {})
+        return PageControls(default_scenario(catalogue), {}, {})
     line = meta.line_of("explainer") if isinstance(meta, SourceMap) else 1
     raw = expect_mapping(raw, path, line, "the page's explainer settings", PAGE_KEYS)
-    scenario = parse_scenario(raw.get("scenario"), path, raw.line_of("scenario"), Scenario(), catalogue)
+    scenario = parse_scenario(raw.get("scenario"), path, raw.line_of("scenario"), default_scenario(catalogue), catalogue)
     switch: dict[str, list[Any]] = {}
     if raw.get("switch") is not None:
         sw = expect_mapping(raw["switch"], path, raw.line_of("switch"), "switch", SCENARIO_FIELDS)
@@ -114,7 +115,8 @@ def parse_controls(meta: Any, path: str, catalogue: Catalogue) -> PageControls:
                 raise SourceError(path, sw.line_of(key), f"switch {key} must include the page's default "
                                   f"{getattr(scenario, key)!r}")
     sliders = parse_sliders(raw.get("sliders"), path, raw.line_of("sliders"), {})
-    return PageControls(scenario, switch, sliders)
+    lines = {name: raw["sliders"].line_of(name) for name in sliders}  # a mapping: parse_sliders checked it
+    return PageControls(scenario, switch, sliders, lines)
 
 
 @dataclass
@@ -142,6 +144,17 @@ class PageBuild:
         """Gzip bytes of figure data the page loads by default."""
         return sum(f.artifacts.sizes[f.artifacts.default] for f in self.figures)
 
+    def shown_by_figures(self) -> set[str]:
+        """The sliders that some figure on the page draws a control for."""
+        return {name for fig in self.figures for name in fig.request.sliders}
+
+    def page_sliders(self) -> list[Slider]:
+        """The page's sliders that no figure shows but a number moves with: the page root draws
+        their controls, or nothing on the page could move them."""
+        shown = self.shown_by_figures()
+        moving = {dep for n in self.numbers.values() for dep in n.deps}
+        return [s for name, s in self.controls.sliders.items() if name not in shown and name in moving]
+
 
 def parse_figure(fence: Fence, path: str, controls: PageControls, catalogue: Catalogue) -> tuple[FigureRequest, dict[str, str]]:
     raw = load_yaml(fence.body, path, fence.body_line)
@@ -159,7 +172,7 @@ def parse_figure(fence: Fence, path: str, controls: PageControls, catalogue: Cat
     # A figure's sliders start from its kind's defaults, then the page's, then the fence's own.
     base = {n: controls.sliders.get(n, s) for n, s in kind.sliders.items()}
     sliders = parse_sliders(raw.get("sliders"), path, raw.line_of("sliders"), base, allowed=tuple(kind.sliders))
-    pinned = parse_scenario(raw.get("scenario"), path, raw.line_of("scenario"), Scenario(), catalogue)
+    pinned = parse_scenario(raw.get("scenario"), path, raw.line_of("scenario"), default_scenario(catalogue), catalogue)
     pinned_fields = {k: getattr(pinned, k) for k in (raw.get("scenario") or {})}
     own = [replace(s, **pinned_fields) for s in controls.variants()]
     variants = list(dict.fromkeys(own))
@@ -213,20 +226,39 @@ def build_page(source: str, path: str, catalogue: Catalogue,
         env["__scenario__"] = scenario.key
         envs.append(env)
     functions = {k for k in envs[0] if not k.startswith("__")}
+    unscoped = vocabulary(None, catalogue)  # bound without a scenario: only scenario-free terms run
     default_env = controls.grid().index(controls.scenario)
+    named: set[str] = set()  # the sliders inline numbers name
     for item in find_inline(lines, inside):
         if item.key in page.numbers:
             continue
         expr: Expr = parse_expr(item.expr, functions, controls.sliders, path, item.line)
+        named.update(expr.names)
         fmt = parse_format(item.fmt, path, item.line)
         number_id = f"n{len(page.numbers)}"
         identity = {"expr": item.expr, "fmt": item.fmt, "id": number_id, "controls": controls.identity()}
-        # A number that reads no scenario needs one evaluation, whatever the switch offers.
-        free = expr.calls <= SCENARIO_FREE
+        # A number whose terms all declare no scenario needs one evaluation, and is given none to read.
+        free = scenario_free(expr.calls)
         page.numbers[item.key] = remember(identity, lambda: compute_number(
-            item, number_id, expr, fmt, controls.sliders, [envs[default_env]] if free else envs, path,
+            item, number_id, expr, fmt, controls.sliders, [unscoped] if free else envs, path,
             0 if free else default_env))
+    check_sliders_used(page, named)
     return page
+
+
+def check_sliders_used(page: PageBuild, named: set[str]) -> None:
+    """A page slider that no figure shows and no inline number names is an author's mistake:
+    nothing would show it, and nothing would move with it."""
+    shown = page.shown_by_figures()
+    for name in page.controls.sliders:
+        if name in shown or name in named:
+            continue
+        kinds = sorted(k for k, kind in REGISTRY.items() if name in kind.sliders)
+        raise SourceError(page.path, page.controls.lines.get(name, 1),
+                          f"slider {name!r} is declared but nothing on the page uses it; name it in an inline "
+                          f"number such as {{{{ {name} }}}}"
+                          + (f", show it with a figure that has it ({', '.join(kinds)})" if kinds else "")
+                          + ", or remove it")
 
 
 def substitute_numbers(markdown: str, page: PageBuild, path: str) -> str:

@@ -224,7 +224,7 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
         if not build.live:
             return markdown
         root = self.core.page_root_html(build, url(self.page_json[page.file.src_uri]), url(self.bundle_path),
-                              url(self.loader_path), _switch_labels(self.catalogue, build))
+                              url(self.loader_path), self.catalogue)
         return _after_title(markdown, root)
 
     def on_page_content(self, html: str, *, page, config: MkDocsConfig, files: Files) -> str | None:
@@ -340,11 +340,3 @@ def _after_title(markdown: str, block: str) -> str:
         if line.strip():
             break
     return block + "\n" + markdown
-
-
-def _switch_labels(cat, build) -> dict[str, dict[str, str]]:
-    """Visible names for the scenario switch's choices."""
-    models = {k: m.name for k, m in cat.models.items()}
-    return {"accelerator": {k: a.name for k, a in cat.accelerators.items()}, "target": models, "draft": models,
-            "cards": {str(n): f"{n} card{'s' if n != 1 else ''}" for n in build.controls.switch.get("cards", [])}}
-

@@ -57,9 +57,6 @@ class LLM:
     def weight_bytes(self, bytes_per_param: float = BYTES_PER_BF16) -> float:
         return self.params * bytes_per_param
 
-    def kv_bytes_per_token(self, bytes_per_value: float = BYTES_PER_BF16) -> float:
-        """K and V for every layer and KV head."""
-        return 2 * self.layers * self.kv_heads * self.head_dim * bytes_per_value
 
 
 @dataclass(frozen=True)
@@ -67,6 +64,9 @@ class Catalogue:
     accelerators: dict[str, Accelerator]
     models: dict[str, LLM]
     path: str
+    # The `defaults:` section as written (a SourceMap, with lines): site-wide choices such as the
+    # scenario every page starts from. Its readers check it (explainer_gen.controls.default_scenario).
+    defaults: dict = dataclasses.field(default_factory=dict, compare=False, hash=False)
 
     def accelerator(self, key: str) -> Accelerator:
         return _pick(self.accelerators, key, "accelerator")
@@ -133,7 +133,15 @@ def parse_catalogue(text: str, path: str) -> Catalogue:
         accelerators=_rows(data, "accelerators", Accelerator, path),
         models=_rows(data, "models", LLM, path),
         path=path,
+        defaults=_defaults(data, path),
     )
+
+
+def _defaults(data: Any, path: str) -> dict:
+    defaults = data.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise SourceError(path, line_of(data, "defaults"), "defaults must be a mapping, such as `scenario: {...}`")
+    return defaults
 
 
 @lru_cache(maxsize=8)

@@ -18,7 +18,10 @@ RESERVE = 0.10
 
 
 def bytes_per_token(model: LLM, bytes_per_value: float = BYTES_PER_BF16) -> float:
-    """K and V, for every layer and every KV head: 2 x layers x KV heads x head dim x bytes."""
+    """K and V, for every layer and every KV head: 2 x layers x KV heads x head dim x bytes.
+
+    The site's one formula for this quantity: the pages' `kv_bytes()` and every function here use it.
+    """
     return 2.0 * model.layers * model.kv_heads * model.head_dim * bytes_per_value
 
 
@@ -57,3 +60,19 @@ def draft_cost(acc: Accelerator, target: LLM, draft: LLM, cards, context,
     """Slots lost by running `draft` beside `target`: its weights and its own cache."""
     return (slots(acc, target, cards, context, None, reserve, bytes_per_param)
             - slots(acc, target, cards, context, draft, reserve, bytes_per_param))
+
+
+def min_cards(acc: Accelerator, target: LLM, context, draft: LLM | None = None,
+              reserve: float = RESERVE, bytes_per_param: float = BYTES_PER_BF16):
+    """The fewest cards on which one request of `context` tokens fits (`slots` >= 1)."""
+    context = np.asarray(context, dtype=float)
+    weights = -cache_budget(acc, target, 0, draft, reserve, bytes_per_param)
+    per_card = cache_budget(acc, target, 1, draft, reserve, bytes_per_param) + weights
+    need = cache_bytes_per_token(target, draft, bytes_per_param) * context
+    n = np.maximum(np.ceil((weights + need) / per_card), 1.0)
+
+    def fits(k):
+        return slots(acc, target, k, context, draft, reserve, bytes_per_param) >= 1
+
+    n = np.where(fits(n), n, n + 1)  # the estimate, corrected for rounding either way
+    return np.where((n > 1) & fits(n - 1), n - 1, n)

@@ -1,5 +1,11 @@
 from __future__ import annotations
 
+import functools
+import importlib
+import sys
+import types
+from pathlib import Path
+
 import pytest
 from hypothesis import settings
 
@@ -8,7 +14,171 @@ from hypothesis import settings
 settings.register_profile("project", deadline=None, derandomize=True)
 settings.load_profile("project")
 
-from helpers import CHROMIUM, CHROMIUM_ARGS, mkdocs_build, serve
+import helpers  # noqa: E402
+from helpers import launch_chromium, mkdocs_build, serve  # noqa: E402
+
+# Tiers: every test is in one, sorted here by what it uses, so a new test needs no mark.
+#   browser  uses the `browser` or `page` fixture, or starts Playwright itself;
+#   site     builds a site: uses the `site` fixture (the real site, built once per run; `base_url`
+#            serves it) or makes a scratch build (helpers.mkdocs_build, copy_project, MKDOCS, or MkDocs'
+#            own build in process), itself, through a function in tests/ or through a fixture;
+#   unit     everything else: models, parsers, checks on strings; no browser and no build.
+# `pytest -m unit` (make test-unit) is the fast tier; a mark @pytest.mark.unit/site/browser on a
+# test overrides the sorting. A unit-tier test that builds a site anyway fails, naming the fix.
+TIERS = ("unit", "site", "browser")
+BROWSER_FIXTURES = {"browser", "page"}
+SITE_FIXTURES = {"site", "base_url"}
+SLOW_UNIT_SECONDS = 2.0
+_TESTS = Path(__file__).resolve().parent
+_MISSING = object()
+_TIER_KEY = pytest.StashKey[dict]()
+_durations: dict[str, float] = {}  # seconds per test id, setup to teardown
+
+
+# What puts a test in a tier when it calls or names it (by identity: all are module-level objects).
+_TRIGGERS = {id(helpers.mkdocs_build): "site", id(helpers.copy_project): "site", id(helpers.MKDOCS): "site",
+             id(helpers.launch_chromium): "browser"}
+
+
+def _tier_of_object(obj) -> str | None:
+    tier = _TRIGGERS.get(id(obj))
+    if tier:
+        return tier
+    module, name = getattr(obj, "__module__", None) or "", getattr(obj, "__name__", "")
+    if module.startswith("mkdocs.commands"):
+        return "site"
+    if module.startswith("playwright") and name in ("sync_playwright", "async_playwright"):
+        return "browser"
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _file_in_tests(filename: str) -> bool:
+    return Path(filename).resolve().parent == _TESTS
+
+
+def _in_tests(obj) -> bool:
+    code = getattr(obj, "__code__", None)
+    return code is not None and _file_in_tests(code.co_filename)
+
+
+@functools.lru_cache(maxsize=None)
+def _module(name: str):
+    """The module a name imports inside a function: a loaded one, or one in tests/ (another test
+    module whose helpers a test borrows), imported now as the test would."""
+    if name not in sys.modules and (_TESTS / f"{name}.py").is_file():
+        importlib.import_module(name)
+    return sys.modules.get(name, _MISSING)
+
+
+def _may_trigger(module) -> bool:
+    """Whether a module's attributes may be a trigger: helpers and test modules, MkDocs, Playwright."""
+    return _file_in_tests(getattr(module, "__file__", None) or "") or module.__name__.startswith(("mkdocs", "playwright"))
+
+
+def _codes(code):
+    yield code
+    for const in code.co_consts:
+        if hasattr(const, "co_code"):
+            yield from _codes(const)
+
+
+_reached: dict = {}  # code object -> the tiers it reaches
+
+
+def _reached_tiers(func, seen: set) -> set[str]:
+    """The tiers of what `func` calls, following functions defined in tests/ (and the methods of
+    classes defined there) and imports made inside functions. Every name a function loads as a
+    global, imports or reads as an attribute is in its co_names: each is looked up as a global, as
+    a module, and as an attribute of the modules found. Erring towards a heavier tier is harmless."""
+    code = getattr(func, "__code__", None)
+    if code is None or code in seen:
+        return set()
+    if code in _reached:
+        return set(_reached[code])
+    seen.add(code)
+    names = {n for c in _codes(code) for n in c.co_names}
+    found = set()
+    if any(n.startswith("mkdocs.commands") for n in names):  # MkDocs' own build, imported in a test
+        found.add("site")
+    if names & {"sync_playwright", "async_playwright"} and any(n.startswith("playwright") for n in names):
+        found.add("browser")
+    reached = [obj for obj in (func.__globals__.get(n, _MISSING) for n in names) if obj is not _MISSING]
+    reached += [m for m in map(_module, names) if m is not _MISSING]
+    for module in [obj for obj in reached if isinstance(obj, types.ModuleType) and _may_trigger(obj)]:
+        reached += [getattr(module, n) for n in names if hasattr(module, n)]
+    for obj in reached:
+        tier = _tier_of_object(obj)
+        if tier:
+            found.add(tier)
+        elif isinstance(obj, type) and _file_in_tests(getattr(sys.modules.get(obj.__module__), "__file__", None) or ""):
+            for member in vars(obj).values():
+                found |= _reached_tiers(getattr(member, "__func__", member), seen)
+        elif _in_tests(obj):
+            found |= _reached_tiers(obj, seen)
+    _reached[code] = frozenset(found)
+    return found
+
+
+def tier_of(item) -> str:
+    marked = [m.name for m in item.iter_markers() if m.name in TIERS]
+    if marked:
+        return marked[0]
+    names = set(item.fixturenames)
+    if names & BROWSER_FIXTURES:
+        return "browser"
+    found = _reached_tiers(getattr(item, "function", None), set())
+    for name in names:
+        for fixturedef in getattr(item, "_fixtureinfo").name2fixturedefs.get(name, ()):
+            if _in_tests(fixturedef.func):
+                found |= _reached_tiers(fixturedef.func, set())
+    if "browser" in found:
+        return "browser"
+    if names & SITE_FIXTURES or "site" in found:
+        return "site"
+    return "unit"
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by mark
+def pytest_collection_modifyitems(config, items):
+    tiers = config.stash.setdefault(_TIER_KEY, {})
+    for item in items:
+        tier = tier_of(item)
+        tiers[item.nodeid] = tier
+        if not item.get_closest_marker(tier):
+            item.add_marker(tier)
+
+
+def pytest_report_collectionfinish(config, items):
+    tiers = config.stash.get(_TIER_KEY, {})
+    counts = {t: sum(tiers.get(i.nodeid) == t for i in items) for t in TIERS}
+    return "tiers: " + ", ".join(f"{t} {n}" for t, n in counts.items())
+
+
+def pytest_runtest_setup(item):
+    helpers.TIER = item.config.stash.get(_TIER_KEY, {}).get(item.nodeid)
+
+
+def pytest_runtest_teardown(item):
+    helpers.TIER = None
+
+
+def pytest_runtest_logreport(report):
+    _durations[report.nodeid] = _durations.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    tiers = config.stash.get(_TIER_KEY, {})
+    ran = {t: [d for n, d in _durations.items() if tiers.get(n) == t] for t in TIERS}
+    if any(ran.values()):  # setup to teardown; the real site's build counts for the first test that needs it
+        terminalreporter.write_line("time per tier: " + ", ".join(
+            f"{t} {len(ds)} tests {sum(ds):.0f} s" for t, ds in ran.items() if ds))
+    slow = sorted(((d, n) for n, d in _durations.items() if tiers.get(n) == "unit" and d > SLOW_UNIT_SECONDS),
+                  reverse=True)
+    if slow:
+        terminalreporter.write_sep("-", f"unit-tier tests slower than {SLOW_UNIT_SECONDS:g} s")
+        for d, n in slow:
+            terminalreporter.write_line(f"{d:6.2f}s {n}")
 
 
 @pytest.fixture(scope="session")
@@ -31,7 +201,12 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            b, missing = launch_chromium(p), None
+        except RuntimeError as e:
+            b, missing = None, str(e)
+        if missing:  # no browser fails the browser tier, saying how to install one; never a skip
+            pytest.fail(missing, pytrace=False)
         yield b
         b.close()
 

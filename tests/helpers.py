@@ -1,4 +1,4 @@
-"""Shared test helpers: build the site, serve it on 127.0.0.1, read built pages."""
+"""Shared test helpers: build the site, serve it on 127.0.0.1, read built pages, find Chromium."""
 from __future__ import annotations
 
 import contextlib
@@ -16,17 +16,79 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 MKDOCS = [sys.executable, "-m", "mkdocs"]
-CHROMIUM = "/usr/bin/chromium"
+DEBIAN_CHROMIUM = "/usr/bin/chromium"
+# Debian's Chromium needs these flags to run headless as root; Playwright's own accepts them too.
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--no-first-run"]
+# Variables naming a Chromium for the browser tier, ours first; Playwright itself reads none, but
+# PLAYWRIGHT_CHROMIUM_EXECUTABLE_PATH is the name other Playwright tools use.
+CHROMIUM_VARIABLES = ("EXPLAINER_CHROMIUM", "PLAYWRIGHT_CHROMIUM_EXECUTABLE_PATH")
+INSTALL_CHROMIUM = (
+    "The browser tests need Chromium. Install Playwright's own with\n"
+    "    .venv/bin/python -m playwright install chromium\n"
+    "(on Debian or Ubuntu `apt-get install chromium` also works), or point EXPLAINER_CHROMIUM at a "
+    "Chromium or Chrome executable.")
+
+
+def find_chromium() -> tuple[str | None, str]:
+    """The Chromium the browser tier drives, and where that choice came from. In order:
+    $EXPLAINER_CHROMIUM (or $PLAYWRIGHT_CHROMIUM_EXECUTABLE_PATH); Playwright's own when
+    $PLAYWRIGHT_BROWSERS_PATH says where `playwright install` put it; Debian's /usr/bin/chromium;
+    else Playwright's own from its default folder. None means Playwright's own: launch without
+    executable_path, as after `python -m playwright install chromium`."""
+    for name in CHROMIUM_VARIABLES:
+        if os.environ.get(name):
+            return os.environ[name], f"${name}"
+    if os.environ.get("PLAYWRIGHT_BROWSERS_PATH"):
+        return None, "Playwright's own Chromium (in $PLAYWRIGHT_BROWSERS_PATH)"
+    if os.access(DEBIAN_CHROMIUM, os.X_OK):
+        return DEBIAN_CHROMIUM, "Debian's Chromium"
+    return None, "Playwright's own Chromium"
+
+
+# Kept for benchmarks/bench.py: a path, or None for Playwright's own Chromium.
+CHROMIUM, CHROMIUM_SOURCE = find_chromium()
+
+
+def launch_chromium(playwright, **options):
+    """Launch the Chromium find_chromium() names, with CHROMIUM_ARGS; fails saying how to install
+    one when there is none (a missing browser must fail the browser tier, never skip it)."""
+    if CHROMIUM and not os.access(CHROMIUM, os.X_OK):
+        raise RuntimeError(f"{CHROMIUM_SOURCE} names {CHROMIUM}, which is not an executable file.\n"
+                           + INSTALL_CHROMIUM)
+    try:
+        return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, **options)
+    except Exception as e:
+        missing = re.search(r"Executable doesn't exist at (\S+)", str(e))
+        if CHROMIUM is None and missing:
+            raise RuntimeError(f"No Chromium found: {CHROMIUM_VARIABLES[0]} is not set, "
+                               + ("" if "BROWSERS_PATH" in CHROMIUM_SOURCE else f"there is no {DEBIAN_CHROMIUM}, ")
+                               + f"and {CHROMIUM_SOURCE} is not installed (no {missing.group(1)}).\n"
+                               + INSTALL_CHROMIUM) from None
+        raise
+
+
+def playwright_chromium() -> str | None:
+    """The executable of Playwright's own Chromium if `playwright install chromium` has put it there."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        path = p.chromium.executable_path
+    return path if path and os.path.exists(path) else None
 
 
 def env() -> dict[str, str]:
     return {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
 
 
+# The running test's tier, set by conftest.py: a build in the unit tier is a mistake in the sorting.
+TIER: str | None = None
+
+
 def mkdocs_build(dest: Path, config: Path = REPO / "mkdocs.yml", strict: bool = True,
                  cwd: Path | None = None) -> subprocess.CompletedProcess:
+    assert TIER != "unit", ("a unit-tier test builds a site: conftest.py did not see the build "
+                            "(tiers come from what a test calls); mark the test @pytest.mark.site")
     cmd = MKDOCS + ["build", "-q", "-f", str(config), "-d", str(dest)] + (["--strict"] if strict else [])
     return subprocess.run(cmd, capture_output=True, text=True, env=env(), cwd=cwd or config.parent)
 
@@ -111,3 +173,19 @@ def wait_for_figures(page) -> int:
     if not n:
         page.wait_for_load_state("networkidle")
     return n
+
+
+if __name__ == "__main__":
+    # `python tests/helpers.py` (the Makefile's `chromium` target): which Chromium the browser tier
+    # will drive. Exit 0: found; 1: none configured and none installed; 2: a variable names a
+    # Chromium that is not there.
+    if CHROMIUM:
+        found, problem = (CHROMIUM if os.access(CHROMIUM, os.X_OK) else None,
+                          f"{CHROMIUM_SOURCE} names {CHROMIUM}, which is not an executable file.")
+    else:
+        found, problem = playwright_chromium(), f"No Chromium found: {CHROMIUM_SOURCE} is not installed."
+    if found:
+        print(f"Browser tests: {CHROMIUM_SOURCE}, {found}")
+        sys.exit(0)
+    print(problem + "\n" + INSTALL_CHROMIUM, file=sys.stderr)
+    sys.exit(1 if CHROMIUM_SOURCE == "Playwright's own Chromium" else 2)

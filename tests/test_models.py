@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import yaml
 
-from models import roofline, speculative
+from models import kvcache, roofline, speculative
 
 PUBLISHED = yaml.safe_load((Path(speculative.__file__).with_name("published.yaml")).read_text())
 
@@ -74,7 +74,7 @@ def test_catalogue_has_the_required_rows(cat):
     assert {"a100-80gb", "h100-sxm", "h200", "b200", "mi300x"} <= set(cat.accelerators)
     assert {"llama-3.2-1b", "llama-3-8b", "llama-3-70b", "llama-3.1-405b"} <= set(cat.models)
     # KV bytes per token from the shapes; the reference gives 327,680 for 70B in bf16.
-    assert cat.model("llama-3-70b").kv_bytes_per_token() == 2 * 80 * 8 * 128 * 2
+    assert kvcache.bytes_per_token(cat.model("llama-3-70b")) == 2 * 80 * 8 * 128 * 2
 
 
 def test_models_import_no_mkdocs_or_altair():

@@ -2,6 +2,8 @@
 against values worked out here from the catalogue's datasheet numbers, read straight from the YAML."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import math
 
 import numpy as np
@@ -9,7 +11,7 @@ import pytest
 import yaml
 
 from explainer_gen.artifacts import FigureRequest, build_figure
-from explainer_gen.controls import Scenario
+from explainer_gen.controls import default_scenario
 from explainer_gen.figures import REGISTRY
 from helpers import REPO
 from models import kvcache, prefill
@@ -54,7 +56,7 @@ def kind():
 
 
 def resolved(cat, acc: str, cards: int):
-    return Scenario(accelerator=acc, cards=cards).resolve(cat)
+    return replace(default_scenario(cat), accelerator=acc, cards=cards).resolve(cat)
 
 
 def test_the_reserve_is_the_one_the_pages_state():
@@ -147,7 +149,7 @@ def test_a_scenario_whose_cache_runs_out_shortens_the_lines(cat, kind):
 
 def test_the_static_description_and_table_give_the_hand_numbers(cat, kind):
     sliders = dict(kind.sliders)
-    art = build_figure(FigureRequest("prefill-vs-decode", sliders, (Scenario(),), "caption"), cat)
+    art = build_figure(FigureRequest("prefill-vs-decode", sliders, (default_scenario(cat),), "caption"), cat)
     hand = Hand("h100-sxm", 4)
     p = sliders["prompt"].default
     decode_ms = hand.decode_per_token() * 1e3
@@ -164,6 +166,6 @@ def test_the_static_description_and_table_give_the_hand_numbers(cat, kind):
 
 def test_a_scenario_where_nothing_fits_says_so(cat, kind):
     art = build_figure(FigureRequest("prefill-vs-decode", dict(kind.sliders),
-                                     (Scenario(accelerator="a100-80gb", cards=1),), "caption"), cat)
+                                     (replace(default_scenario(cat), accelerator="a100-80gb", cards=1),), "caption"), cat)
     assert "do not fit in memory, so nothing is drawn" in art.alt
     assert all(cell == "does not fit in memory" for row in art.table.rows for cell in row[1:])

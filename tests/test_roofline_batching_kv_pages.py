@@ -263,7 +263,7 @@ def test_batching_numbers_at_every_slider_position(site, scenario):
 def test_kv_slots_follow_both_sliders_and_the_switch(site, cat):
     """The headline slot count under every scenario, context and card count."""
     state = page_state(site, "kv-cache")
-    draft = front_matter("kv-cache")["explainer"]["scenario"]["draft"]
+    draft = page_scenario("kv-cache")["draft"]
     texts = []
     for key in (s["key"] for s in state["scenarios"]):
         # A scenario key is accelerator.cards.target.draft; model keys may hold dots themselves.
@@ -285,11 +285,16 @@ def front_matter(name: str) -> dict:
     return yaml.safe_load(text.split("---\n", 2)[1])
 
 
+def page_scenario(name: str) -> dict:
+    """The scenario a page starts from: the catalogue's default, with what the page overrides."""
+    default = yaml.safe_load((REPO / "models" / "catalogue.yaml").read_text())["defaults"]["scenario"]
+    return {**default, **(front_matter(name)["explainer"].get("scenario") or {})}
+
+
 def test_roofline_decode_step_is_the_speculative_plain_step(site, cat):
     """One scenario, one number: the decode step on the roofline page is the plain step that the
     speculative-decoding page prices speculation against."""
-    roof = front_matter("roofline")["explainer"]["scenario"]
-    spec = front_matter("speculative-decoding")["explainer"]["scenario"]
+    roof, spec = page_scenario("roofline"), page_scenario("speculative-decoding")
     assert {k: roof[k] for k in ("accelerator", "cards", "target")} == {k: spec[k] for k in ("accelerator", "cards", "target")}
     acc, target, cards = cat.accelerator(roof["accelerator"]), cat.model(roof["target"]), roof["cards"]
     decode = float(roofline.step_time(acc, target, cards, 1).seconds)

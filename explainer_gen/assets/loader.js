@@ -2,7 +2,8 @@
  * Everything the page shows was computed at build time; this file only picks rows.
  *
  * The page works before this runs: each figure is a static SVG coloured by the page's CSS
- * variables, with its controls in the HTML. This file wires the controls to the prose numbers and the
+ * variables, with its controls in the HTML (and the page root holds the controls of sliders that
+ * only the prose uses). This file wires the controls to the prose numbers and the
  * URL, and swaps a figure for a live Vega view only when a reader reaches for it (pointer,
  * focus, touch, a control, a scenario change, or a shared link's state), one figure per
  * task, so a reader who only reads never pays for Vega.
@@ -443,7 +444,10 @@
       page = checked("page state", info);
       state = initialState();
       showControls();
-      root.addEventListener("change", onScenario);
+      // The root holds the page's own sliders too: only a select of the switch changes the scenario.
+      root.addEventListener("change", function (event) {
+        if (event.target.hasAttribute && event.target.hasAttribute("data-eg-switch")) onScenario();
+      });
       Array.prototype.forEach.call(document.querySelectorAll(".eg-controls"), function (c) {
         c.addEventListener("input", onInput);
       });
