@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
 
-from explainer_gen import timing  # noqa: E402
+from explainer_gen.timing import Timing  # noqa: E402
 from explainer_gen.artifacts import FigureRequest, build_figure  # noqa: E402
 from explainer_gen.controls import default_scenario  # noqa: E402
 from explainer_gen.figures import REGISTRY  # noqa: E402
@@ -46,12 +46,12 @@ def measure(runs: int = 3, cold_build_s: float | None = None) -> dict:
 
     catalogue = load_catalogue()
     sampling._figure_grid.cache_clear()
-    timing.reset()
+    timing = Timing()
     figures, start = {}, time.perf_counter()
     for kind in KINDS:
         req = FigureRequest(kind, dict(REGISTRY[kind].sliders), (default_scenario(load_catalogue()),), kind)
         t = time.perf_counter()
-        art = build_figure(req, catalogue)
+        art = build_figure(req, catalogue, timing)
         figures[kind] = {"build_ms": round(1e3 * (time.perf_counter() - t), 1),
                          "data_gz_bytes": art.sizes[art.default]}
     models_s = timing.model_seconds
@@ -87,10 +87,9 @@ def _cold_build_seconds() -> tuple[float, float]:
         cfg = load_config(str(work / "mkdocs.yml"), site_dir=str(work / "site"))
         cfg.plugins["explainer"].config.cache_dir = ""
         sampling._figure_grid.cache_clear()
-        timing.reset()
         start = time.perf_counter()
         build(cfg)
-        return time.perf_counter() - start, timing.model_seconds
+        return time.perf_counter() - start, cfg.plugins["explainer"].site.timing.model_seconds
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

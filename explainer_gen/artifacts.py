@@ -23,7 +23,7 @@ import vl_convert as vlc
 from models.catalogue import Catalogue
 from models.yamlsource import SourceError
 
-from . import timing
+from .timing import Timing
 from .controls import SCENARIO_TABLE, Resolved, Scenario, Slider
 from .figures import REGISTRY, TableView
 from . import contract, theme
@@ -140,8 +140,9 @@ def safe_csv_cell(value):
     return value
 
 
-def build_figure(req: FigureRequest, catalogue: Catalogue) -> FigureArtifacts:
+def build_figure(req: FigureRequest, catalogue: Catalogue, timing: Timing | None = None) -> FigureArtifacts:
     kind = REGISTRY[req.kind]
+    timing = timing or Timing()
     timing.figures_computed += 1
     positions = math.prod(s.count for s in req.sliders.values())
     if positions > MAX_GRID_POSITIONS:

@@ -17,15 +17,11 @@ _before = cache.source_hashes()
 from models.catalogue import CATALOGUE_PATH, Catalogue, load_catalogue  # noqa: E402
 from models.yamlsource import SourceError  # noqa: E402
 
-from . import contract, mathml, superfence, theme, timing  # noqa: E402,F401
-from .artifacts import FigureArtifacts, FigureRequest, build_figure, dumps, site_files  # noqa: E402,F401
-from .bundle import javascript_bundle, short_hash  # noqa: E402,F401
-from .cache import MODELS_ROOT, PACKAGE_ROOT, DiskCache, digest  # noqa: E402,F401
-from .crossref import CrossRefs, Source  # noqa: E402,F401
-from .feed import ATOM_PATH  # noqa: E402,F401
-from .html import figure_html, page_root_html, place_pictures, static_picture  # noqa: E402,F401
-from .numbers import NumberResult  # noqa: E402,F401
-from .pages import PageBuild, build_page, substitute_numbers  # noqa: E402,F401
+from . import contract, mathml, superfence, theme  # noqa: E402,F401
+from .artifacts import FigureArtifacts, FigureRequest, build_figure  # noqa: E402,F401
+from .cache import MODELS_ROOT, PACKAGE_ROOT  # noqa: E402,F401
+from .markdown_ext import ExplainerExtension  # noqa: E402,F401
+from .site import CSS_PATH, Memory, PageSource, SiteBuild  # noqa: E402,F401
 from .staging import Staging, WarningCount  # noqa: E402,F401
 
 # The hashes of the code loaded above; None if a file changed while it was being loaded.

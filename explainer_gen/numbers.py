@@ -21,7 +21,7 @@ import numpy as np
 
 from models.yamlsource import SourceError, closest
 
-from . import timing
+from .timing import Timing
 from .controls import Slider
 from .scan import prose_matches
 
@@ -331,11 +331,13 @@ class NumberResult:
 
 
 def compute_number(item: Inline, number_id: str, expr: Expr, fmt: Format, sliders: dict[str, Slider],
-                   envs: list[dict[str, Any]], path: str, default_env: int = 0) -> NumberResult:
+                   envs: list[dict[str, Any]], path: str, default_env: int = 0,
+                   timing: Timing | None = None) -> NumberResult:
     """Evaluate over the sliders the expression names and every scenario env given.
 
     `envs` are in the browser's scenario order; `default_env` is the page's default among them.
     """
+    timing = timing or Timing()
     axes = [sliders[n] for n in expr.names]
     shape = [s.count for s in axes]
     per_scenario = []

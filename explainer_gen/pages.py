@@ -17,6 +17,7 @@ from . import mathml
 from .artifacts import FigureArtifacts, FigureRequest
 from .controls import SCENARIO_FIELDS, Scenario, Slider, check_scenario_value, default_scenario, expect_mapping, parse_scenario, parse_sliders
 from .figures import REGISTRY
+from .timing import Timing
 from .numbers import Expr, NumberResult, compute_number, find_inline, parse_expr, parse_format
 from .vocabulary import scenario_free, vocabulary
 
@@ -187,8 +188,10 @@ def _no_memory(identity: dict, make: Callable[[], NumberResult]) -> NumberResult
 
 def build_page(source: str, path: str, catalogue: Catalogue,
                make_figure: Callable[[FigureRequest], FigureArtifacts], budget_bytes: int,
-               remember: Callable[[dict, Callable[[], NumberResult]], NumberResult] = _no_memory) -> PageBuild:
-    """Check and compute one page. `remember(identity, make)` may serve numbers from a cache."""
+               remember: Callable[[dict, Callable[[], NumberResult]], NumberResult] = _no_memory,
+               timing: Timing | None = None) -> PageBuild:
+    """Check and compute one page. `remember(identity, make)` may serve numbers from a cache;
+    `timing` counts the time its numbers spend in the models."""
     front, offset = split_front_matter(source)
     meta = load_yaml(front, path, 2) if front is not None else {}
     if front is not None and meta is not None and not isinstance(meta, dict):
@@ -241,7 +244,7 @@ def build_page(source: str, path: str, catalogue: Catalogue,
         free = scenario_free(expr.calls)
         page.numbers[item.key] = remember(identity, lambda: compute_number(
             item, number_id, expr, fmt, controls.sliders, [unscoped] if free else envs, path,
-            0 if free else default_env))
+            0 if free else default_env, timing))
     check_sliders_used(page, named)
     return page
 

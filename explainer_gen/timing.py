@@ -4,21 +4,19 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 
-model_seconds = 0.0
-figures_computed = 0  # figures run through the models (cache misses) since the last reset
 
+class Timing:
+    """One build's count of figures run through the models (cache misses) and the seconds spent
+    in model code. The build owns one (site.SiteBuild.timing) and hands it down."""
 
-@contextmanager
-def in_models():
-    global model_seconds
-    start = time.perf_counter()
-    try:
-        yield
-    finally:
-        model_seconds += time.perf_counter() - start
+    def __init__(self) -> None:
+        self.model_seconds = 0.0
+        self.figures_computed = 0
 
-
-def reset() -> None:
-    global model_seconds, figures_computed
-    model_seconds = 0.0
-    figures_computed = 0
+    @contextmanager
+    def in_models(self):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.model_seconds += time.perf_counter() - start

@@ -19,18 +19,15 @@ from helpers import MKDOCS, REPO, copy_project, env, mkdocs_build, wait_for_figu
 CATALOGUE = REPO / "models" / "catalogue.yaml"
 
 
-def in_process_build(config: Path, site: Path, cache: Path) -> int:
-    """Build without a subprocess; returns how many figures the models computed."""
-    from mkdocs.commands.build import build
-    from mkdocs.config import load_config
-
-    from explainer_gen import timing
-
-    cfg = load_config(str(config), site_dir=str(site))
-    cfg.plugins["explainer"].config.cache_dir = str(cache)
-    timing.reset()
-    build(cfg)
-    return timing.figures_computed
+def computed_by_build(project: Path, site: Path) -> int:
+    """Build the project with its own copy of the code (first on PYTHONPATH) in a new process;
+    returns how many figures the models computed: the figure entries it added to the cache."""
+    figures = project / ".cache" / "explainer" / "figures"
+    before = set(figures.glob("*")) if figures.exists() else set()
+    result = subprocess.run(MKDOCS + ["build", "-q", "-d", str(site)], cwd=project, capture_output=True, text=True,
+                            env={**env(), "PYTHONPATH": str(project)})
+    assert result.returncode == 0, result.stderr
+    return len(set(figures.glob("*")) - before)
 
 
 @pytest.fixture
@@ -43,42 +40,35 @@ def project(tmp_path, monkeypatch):
     return root
 
 
-def test_cache_recomputes_only_what_changed(project, tmp_path, monkeypatch):
-    config, cache = project / "mkdocs.yml", tmp_path / "cache"
-    first = in_process_build(config, tmp_path / "s1", cache)
+def test_cache_recomputes_only_what_changed(project, tmp_path):
+    for package in ("models", "explainer_gen"):
+        shutil.copytree(REPO / package, project / package, ignore=shutil.ignore_patterns("__pycache__"))
+    first = computed_by_build(project, tmp_path / "s1")
     assert first > 0
     # Prose edit: no figure recomputed.
     page = project / "docs/explainers/speculative-decoding.md"
     page.write_text(page.read_text() + "\nOne more sentence of prose.\n")
-    assert in_process_build(config, tmp_path / "s2", cache) == 0
+    assert computed_by_build(project, tmp_path / "s2") == 0
     # One figure's parameters: that figure alone.
     text = page.read_text()
     page.write_text(text.replace("figure: speedup-vs-batch\n", "figure: speedup-vs-batch\nsliders:\n  a: {default: 0.7}\n", 1))
-    assert in_process_build(config, tmp_path / "s3", cache) == 1
+    assert computed_by_build(project, tmp_path / "s3") == 1
     # The catalogue: every figure that reads it.
     cat = project / "catalogue.yaml"
     cat.write_text(cat.read_text().replace("bandwidth_tbps: 3.35", "bandwidth_tbps: 3.36", 1))
-    assert in_process_build(config, tmp_path / "s4", cache) == first
+    assert computed_by_build(project, tmp_path / "s4") == first
+    assert computed_by_build(project, tmp_path / "s5") == 0  # same sources, same keys
     # A model's source: everything again (the fingerprint hashes the model sources).
-    from explainer_gen import cache as cache_mod
-    models_copy = tmp_path / "models"
-    shutil.copytree(cache_mod.MODELS_ROOT, models_copy)
-    monkeypatch.setattr(cache_mod, "MODELS_ROOT", models_copy)
-    assert in_process_build(config, tmp_path / "s5", cache) == 0  # same sources, same keys
-    with open(models_copy / "roofline.py", "a") as fh:
+    with open(project / "models" / "roofline.py", "a") as fh:
         fh.write("\n# an edit\n")
-    assert in_process_build(config, tmp_path / "s6", cache) == first
+    assert computed_by_build(project, tmp_path / "s6") == first
     # The generator: its HTML and hooks recompute nothing; a figure kind's code does.
-    package_copy = tmp_path / "explainer_gen"
-    shutil.copytree(cache_mod.PACKAGE_ROOT, package_copy)
-    monkeypatch.setattr(cache_mod, "PACKAGE_ROOT", package_copy)
-    assert in_process_build(config, tmp_path / "s7", cache) == 0
-    with open(package_copy / "html.py", "a") as fh:
+    with open(project / "explainer_gen" / "html.py", "a") as fh:
         fh.write("\n# an edit\n")
-    assert in_process_build(config, tmp_path / "s8", cache) == 0
-    with open(package_copy / "figures" / "speedup.py", "a") as fh:
+    assert computed_by_build(project, tmp_path / "s7") == 0
+    with open(project / "explainer_gen" / "figures" / "speedup.py", "a") as fh:
         fh.write("\n# an edit\n")
-    assert in_process_build(config, tmp_path / "s9", cache) == first
+    assert computed_by_build(project, tmp_path / "s8") == first
 
 
 def test_bundle_is_generated_once_and_reused(tmp_path):

@@ -1,0 +1,67 @@
+"""The Markdown extension through which a build reaches its pages, whichever host converts them.
+
+`ExplainerExtension(site)` takes a collected `site.SiteBuild`. For each page it converts, it
+finds the page from its text (or from the host's hint, `site_hint`), then:
+
+- a preprocessor puts the page's citations, glossary terms, inline numbers and controls into
+  the Markdown, and hands the `explainer` fences their figure HTML through the Markdown
+  instance (`md.explainer_fences`, read by superfence.fence_format);
+- a postprocessor resolves the cross-references in the converted HTML.
+
+Text that is no page of the build (a snippet, a docstring) passes through untouched.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from markdown import Extension, Markdown
+from markdown.postprocessors import Postprocessor
+from markdown.preprocessors import Preprocessor
+
+from .site import SiteBuild
+
+
+class _Page(Preprocessor):
+    def __init__(self, md: Markdown, ext: "ExplainerExtension"):
+        super().__init__(md)
+        self.ext = ext
+
+    def run(self, lines: list[str]) -> list[str]:
+        site, text = self.ext.site(), "\n".join(lines)
+        src_uri = site.page_for(text, self.ext.hint())
+        self.md.explainer_page = src_uri
+        self.md.explainer_fences = {}
+        if src_uri is None:
+            return lines
+        text, self.md.explainer_fences = site.render_markdown(src_uri, text)
+        return text.split("\n")
+
+
+class _Refs(Postprocessor):
+    def __init__(self, md: Markdown, ext: "ExplainerExtension"):
+        super().__init__(md)
+        self.ext = ext
+
+    def run(self, text: str) -> str:
+        src_uri = getattr(self.md, "explainer_page", None)
+        return text if src_uri is None else self.ext.site().render_html(src_uri, text)
+
+
+class ExplainerExtension(Extension):
+    """`site` is the build (or a function that returns the current one, for hosts that rebuild);
+    `hint` returns the src_uri of the page being converted when the host knows it."""
+
+    def __init__(self, site: SiteBuild | Callable[[], SiteBuild], hint: Callable[[], str | None] = lambda: None):
+        super().__init__()
+        self.site = site if callable(site) and not isinstance(site, SiteBuild) else (lambda: site)
+        self.hint = hint
+
+    def extendMarkdown(self, md: Markdown) -> None:
+        md.registerExtension(self)
+        # Before whitespace is normalised (30) and superfences takes fences out (31.05, 25).
+        md.preprocessors.register(_Page(md, self), "explainer_page", 35)
+        # After everything else, on the final HTML of the page body.
+        md.postprocessors.register(_Refs(md, self), "explainer_refs", 0)
+
+    def reset(self) -> None:
+        pass

@@ -1,0 +1,297 @@
+"""One build of the site, whichever host runs it: the store that owns everything a build computes.
+
+A build has three steps, and a host (the MkDocs plugin today) only has to call them:
+
+1. `collect(pages)`: read every page, check everything an author can get wrong (raising
+   SourceError with the file and line), compute every figure and number, and return the files
+   to add to the site (figure JSON, CSV, page state, the Vega bundle, fonts, CSS, the feed).
+   Nothing is written, so a mistake leaves the previous site as it was.
+2. The Markdown extension (`markdown_ext.ExplainerExtension`, given this object) renders each
+   page: figure fences, inline numbers, citations, glossary terms and the page's controls.
+3. `finish_page(src_uri, html)`: the finished HTML page gets its static pictures (kept out of
+   Markdown and the search index) and the chart font's preload.
+
+What a build keeps is here and nowhere else: `memory` (decoded cache entries, which a
+long-lived process such as `mkdocs serve` hands from one build to the next), the disk cache,
+the pages computed, and `timing`.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from models.catalogue import Catalogue, load_catalogue
+
+from . import contract, theme
+from .artifacts import FigureArtifacts, build_figure, dumps, site_files
+from .bundle import javascript_bundle, short_hash
+from .cache import PACKAGE_ROOT, DiskCache, digest
+from .crossref import CrossRefs, Source
+from .feed import ATOM_PATH
+from .html import figure_html, page_root_html, place_pictures, static_picture
+from .numbers import NumberResult
+from .pages import PageBuild, build_page, split_front_matter, substitute_numbers
+from .timing import Timing
+
+ASSETS = "assets/explainer"
+CSS_PATH = f"{ASSETS}/explainer.css"
+
+
+@dataclass(frozen=True)
+class PageSource:
+    """A Markdown page as the host found it."""
+
+    src_uri: str   # its path under the docs folder
+    path: str      # its path as errors show it (relative to the project)
+    url: str       # its URL, relative to the site root ("explainers/roofline/")
+    text: str      # the whole file, front matter included
+
+
+# A generated file: its text or bytes, or the path of a file to copy.
+Generated = str | bytes | Path
+
+
+class Memory:
+    """Decoded cache entries by (namespace, key), kept between builds in one process. Keys hash
+    everything that decides a value (code, catalogue, request), so an entry is never stale."""
+
+    LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._items: dict[tuple[str, str], object] = {}
+
+    def get(self, namespace: str, key: str):
+        return self._items.get((namespace, key))
+
+    def put(self, namespace: str, key: str, value) -> None:
+        if len(self._items) > self.LIMIT:
+            self._items.clear()
+        self._items[namespace, key] = value
+
+    def drop(self, namespace: str, key: str) -> None:
+        self._items.pop((namespace, key), None)
+
+    def clear(self) -> None:
+        self._items.clear()
+
+
+def relative_url(target: str, page_url: str) -> str:
+    """`target` (a path from the site root) as a link from the page at `page_url`."""
+    base = page_url.rsplit("/", 1)[0] if "." in page_url.rsplit("/", 1)[-1] else page_url
+    here = [p for p in base.split("/") if p not in ("", ".")]
+    there = [p for p in target.split("/") if p not in ("", ".")]
+    common = 0
+    for a, b in zip(here, there):
+        if a != b:
+            break
+        common += 1
+    rel = "/".join([".."] * (len(here) - common) + there[common:]) or "."
+    return rel + "/" if target.endswith("/") else rel
+
+
+class SiteBuild:
+    """The store of one build. `code_fingerprint` hashes the code that computes (core.py)."""
+
+    def __init__(self, *, root: Path, docs_dir: Path, catalogue_path: Path, cache_dir: Path | None,
+                 data_budget_kb: int, code_fingerprint: str, memory: Memory | None = None):
+        self.root, self.docs_dir, self.catalogue_path = root, docs_dir, Path(catalogue_path)
+        self.cache = DiskCache(cache_dir)
+        self.budget = data_budget_kb * 1000
+        self.code_fingerprint = code_fingerprint
+        self.memory = memory or Memory()
+        self.timing = Timing()
+        self.pages: dict[str, PageBuild] = {}       # src_uri -> the page computed (with figures or numbers)
+        self.sources: dict[str, PageSource] = {}    # src_uri -> the page as found
+        self.pictures: dict[str, dict[str, str]] = {}  # src_uri -> figure anchor -> inline SVG
+        self.figure_files: dict[str, dict[str, str]] = {}
+        self.page_json: dict[str, str] = {}
+        self.files: dict[str, Generated] = {}
+        self._by_body: dict[str, list[str]] = {}    # digest of a page's Markdown body -> src_uris
+
+    # -- 1. collect -----------------------------------------------------------------------------
+    def collect(self, pages: list[PageSource], nav: list[str] = (), site_name: str = "",
+                site_url: str | None = None) -> dict[str, Generated]:
+        """Check and compute every page; the site files to add. SourceError on any author mistake."""
+        self.catalogue: Catalogue = load_catalogue(self.catalogue_path)
+        self.sources = {p.src_uri: p for p in pages}
+        self.urls = {p.src_uri: p.url for p in pages}
+        for p in pages:
+            self._by_body.setdefault(_body_key(_body(p.text)), []).append(p.src_uri)
+        self.refs = CrossRefs.collect(self.docs_dir, os.path.relpath(self.docs_dir, self.root),
+                                      [Source(p.src_uri, p.path, p.text) for p in pages], list(nav))
+        if self.refs.feed_page:
+            self._add(ATOM_PATH, self.refs.atom(site_name, site_url, self.urls))
+        bundle = javascript_bundle(self.cache)
+        self.bundle_path = self._add(f"{ASSETS}/vega-{short_hash(bundle)}.js", bundle)
+        loader = (PACKAGE_ROOT / "assets" / "loader.js").read_text(encoding="utf-8")
+        self.loader_path = self._add(f"{ASSETS}/loader-{short_hash(loader)}.js", loader)
+        self._add(CSS_PATH, theme.palette_css() + (PACKAGE_ROOT / "assets" / "explainer.css").read_text(encoding="utf-8"))
+        for path, (font, _) in theme.FONT_FILES.items():
+            self._add(f"{ASSETS}/{path}", Path(font))
+
+        fingerprint = digest(self.code_fingerprint, self.catalogue_path.read_text(encoding="utf-8"))
+        for p in pages:
+            # A page whose source, catalogue and code are unchanged since the last build in
+            # this process (`mkdocs serve`) is not read again.
+            page_key = digest(fingerprint, self.budget, p.path, p.text)
+            page = self.memory.get("page", page_key)
+            if page is None:
+                page = build_page(p.text, p.path, self.catalogue,
+                                  lambda req: self._figure(req, fingerprint), self.budget,
+                                  lambda identity, make: self._number(identity, make, fingerprint), self.timing)
+                self.memory.put("page", page_key, page)
+            if not page.live and not page.numbers:
+                continue
+            self.pages[p.src_uri] = page
+            for fig in page.figures:
+                self.figure_files[fig.anchor + "@" + p.src_uri] = self._figure_files(fig)
+            state = self.memory.get("page-json", page_key) or dumps(contract.page_state(page.controls, page.numbers))
+            self.memory.put("page-json", page_key, state)
+            self.page_json[p.src_uri] = self._add(f"{ASSETS}/page/{short_hash(p.src_uri)}.json", state)
+        return self.files
+
+    def _add(self, path: str, content: Generated) -> str:
+        self.files.setdefault(path, content)
+        return path
+
+    def _remember(self, namespace: str, key: str, make, to_json, from_json):
+        """`make()` once per key; later builds read the JSON the first one stored, and this
+        process keeps the decoded value too."""
+        value = self.memory.get(namespace, key)
+        if value is not None:
+            return value
+        cached = self.cache.get(namespace, key)
+        if cached is not None:
+            value = from_json(json.loads(cached))
+        else:
+            value = make()
+            self.cache.put(namespace, key, dumps(to_json(value)))
+        self.memory.put(namespace, key, value)
+        return value
+
+    def _figure(self, req, fingerprint: str) -> FigureArtifacts:
+        """The figure's artefacts: in full when computed now, else the light part the HTML needs."""
+        key = digest(fingerprint, req.identity())
+
+        def make() -> FigureArtifacts:
+            artifacts = build_figure(req, self.catalogue, self.timing)
+            artifacts.key = key
+            self.cache.put("figures", key, dumps(artifacts.to_json()))  # the heavy part, for new pages
+            return artifacts
+        return self._remember("figure-meta", key, make, FigureArtifacts.light_json, FigureArtifacts.from_json)
+
+    def _heavy(self, fig) -> FigureArtifacts:
+        """Spec, data and images for a figure read back light: from the cache, else recomputed."""
+        if fig.artifacts.heavy:
+            return fig.artifacts
+        cached = self.cache.get("figures", fig.artifacts.key)
+        if cached is not None:
+            return FigureArtifacts.from_json(json.loads(cached))
+        artifacts = build_figure(fig.request, self.catalogue, self.timing)
+        artifacts.key = fig.artifacts.key
+        return artifacts
+
+    def _number(self, identity: dict, make, fingerprint: str) -> NumberResult:
+        return self._remember("numbers", digest(fingerprint, identity), make, vars, lambda d: NumberResult(**d))
+
+    def _figure_files(self, fig) -> dict[str, str]:
+        """Add the figure's JSON, variant data and CSV; names hash what decides them.
+
+        With a cache, each file is stored once as a blob that the host copies, so a rebuild
+        reads no figure data at all.
+        """
+        key = digest(fig.artifacts.key, fig.scenario_map)
+        stem = f"{ASSETS}/fig/{key[:16]}"
+        if self.cache.root is None:
+            for path, text in site_files(self._heavy(fig), fig.scenario_map, stem).items():
+                self._add(path, text)
+        else:
+            def make() -> dict[str, str]:
+                blobs = {}
+                for path, text in site_files(self._heavy(fig), fig.scenario_map, stem).items():
+                    blobs[path] = digest(text)[:32] + Path(path).suffix
+                    self.cache.put("blobs", blobs[path], text)
+                return blobs
+            blobs = self._remember("files", key, make, lambda b: b, lambda b: b)
+            if not all(self.cache.path("blobs", b) for b in blobs.values()):
+                self.memory.drop("files", key)
+                self.cache.put("files", key, dumps(blobs := make()))
+            for path, blob in blobs.items():
+                self._add(path, self.cache.path("blobs", blob))
+        return {"json": f"{stem}.json", "csv": f"{stem}.csv"}
+
+    # -- 2. render (called by the Markdown extension) -------------------------------------------
+    def page_for(self, markdown: str, hint: str | None = None) -> str | None:
+        """The page whose Markdown body this is: `hint` if the host said which page it renders,
+        else the one page with this body. None for text that is no page of this build."""
+        if hint in self.sources:
+            return hint
+        found = self._by_body.get(_body_key(markdown), [])
+        if len(found) > 1:
+            raise ValueError(f"pages {', '.join(found)} have the same text; the host must say which "
+                             "page it renders")
+        return found[0] if found else None
+
+    def render_markdown(self, src_uri: str, markdown: str) -> tuple[str, dict[str, list[str]]]:
+        """The page's Markdown with citations, glossary terms, numbers and its controls in place,
+        and the HTML of each explainer fence by its body (in order). SourceError with file and line."""
+        source = self.sources[src_uri]
+        url = lambda path: relative_url(path, source.url)  # noqa: E731
+        markdown = self.refs.markdown(src_uri, markdown, self.urls, url, source.path)
+        build = self.pages.get(src_uri)
+        if build is None:
+            return markdown, {}
+        markdown = substitute_numbers(markdown, build, source.path)
+        fences: dict[str, list[str]] = {}
+        for fig in build.figures:
+            files = self.figure_files[fig.anchor + "@" + src_uri]
+            fences.setdefault(fig.fence.body.strip(), []).append(figure_html(fig, url, files))
+        self.pictures[src_uri] = {fig.anchor: static_picture(fig.artifacts, fig.anchor) for fig in build.figures}
+        if build.live:
+            root = page_root_html(build, url(self.page_json[src_uri]), url(self.bundle_path), url(self.loader_path),
+                                  self.catalogue)
+            markdown = _after_title(markdown, root)
+        return markdown, fences
+
+    def render_html(self, src_uri: str, html: str) -> str:
+        """The page's converted HTML with its cross-references resolved."""
+        source = self.sources[src_uri]
+        return self.refs.html(src_uri, html, self.urls, lambda p: relative_url(p, source.url))
+
+    # -- 3. finish ------------------------------------------------------------------------------
+    def finish_page(self, src_uri: str, output: str) -> str:
+        """The finished HTML page (theme and all): static pictures placed, the chart font preloaded."""
+        source = self.sources.get(src_uri)
+        output = place_pictures(output, self.pictures.get(src_uri, {}))
+        if source is not None and 'class="eg-static"' in output:
+            # The chart font, early: static pictures are laid out for it.
+            fonts = "".join(f'<link rel="preload" href="{relative_url(f"{ASSETS}/{path}", source.url)}" '
+                            'as="font" type="font/woff2" crossorigin>' for path in theme.FONT_FILES)
+            output = output.replace("</head>", fonts + "</head>", 1)
+        return output
+
+
+def _body(text: str) -> str:
+    """A page's Markdown without its front matter, as hosts hand it to Markdown."""
+    front, offset = split_front_matter(text)
+    return text if front is None else "\n".join(text.split("\n")[offset:])
+
+
+def _body_key(markdown: str) -> str:
+    return digest(markdown.strip())
+
+
+def _after_title(markdown: str, block: str) -> str:
+    lines = markdown.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith("# "):
+            return "\n".join(lines[:i + 1] + ["", block] + lines[i + 1:])
+        if line.strip():
+            break
+    return block + "\n" + markdown
+
+
+__all__ = ["SiteBuild", "PageSource", "Memory", "Generated", "relative_url", "ASSETS", "CSS_PATH"]

@@ -1,0 +1,90 @@
+"""The build reaches pages through a Markdown extension, with no MkDocs in between (issue 12).
+
+A host that only runs `markdown_extensions` (Zensical ignores `plugins:`) collects the pages with
+`site.SiteBuild` and converts each with `markdown_ext.ExplainerExtension`. This test does that
+with Python-Markdown alone and checks what a reader would get: the figure, the inline numbers
+computed by the model, the citation resolved, and text that is no page left untouched.
+"""
+from __future__ import annotations
+
+import shutil
+
+import markdown
+import pytest
+
+from explainer_gen import core
+from explainer_gen.crossref import BIB_PATH, GLOSSARY_PATH
+from explainer_gen.pages import split_front_matter
+from explainer_gen.site import PageSource, SiteBuild, relative_url
+from helpers import REPO
+from models import load_catalogue, roofline
+
+PAGE = """---
+title: Step
+---
+
+# One step
+
+A decode step of {{ name('target') }} takes {{ step(1) | .1f ms }} [@leviathan2023].
+
+```explainer
+figure: speedup-vs-batch
+```
+"""
+
+
+@pytest.fixture
+def site(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for support in (BIB_PATH, GLOSSARY_PATH):  # the bibliography and the glossary every build reads
+        (docs / support).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / "docs" / support, docs / support)
+    (docs / "step.md").write_text(PAGE)
+    build = SiteBuild(root=tmp_path, docs_dir=docs, catalogue_path=REPO / "models" / "catalogue.yaml",
+                      cache_dir=None, data_budget_kb=100, code_fingerprint=core.code_fingerprint())
+    files = build.collect([PageSource("step.md", "docs/step.md", "step/", PAGE)])
+    return build, files
+
+
+def convert(build: SiteBuild, text: str) -> tuple[str, markdown.Markdown]:
+    md = markdown.Markdown(extensions=[core.ExplainerExtension(build), "pymdownx.superfences", "attr_list"],
+                           extension_configs={"pymdownx.superfences": {"custom_fences": [dict(core.superfence.FENCE)]}})
+    return md.convert(text), md
+
+
+def test_a_page_converted_by_markdown_alone_gets_its_figure_numbers_and_citations(site):
+    build, files = site
+    front, offset = split_front_matter(PAGE)
+    html, md = convert(build, "\n".join(PAGE.split("\n")[offset:]))
+    assert md.explainer_page == "step.md"
+    cat = load_catalogue()
+    step_ms = float(roofline.step_time(cat.accelerator("h100-sxm"), cat.model("llama-3-70b"), 4, 1).seconds) * 1e3
+    assert f"{step_ms:.1f}\u00a0ms" in html
+    assert "Llama 3 70B" in html
+    assert 'class="eg-figure' in html and "data-eg-figure=" in html
+    assert "{{" not in html and "```" not in html
+    assert "[@leviathan2023]" not in html and "eg-cite" in html
+    # The files the page links to are among those the build hands the host.
+    json_url = next(u for u in files if u.startswith("assets/explainer/fig/") and u.endswith(".json"))
+    assert relative_url(json_url, "step/") in html
+
+
+def test_text_that_is_no_page_passes_through(site):
+    build, _ = site
+    html, md = convert(build, "Just *a* note with {{ braces }}.")
+    assert md.explainer_page is None
+    assert html == "<p>Just <em>a</em> note with {{ braces }}.</p>"
+
+
+@pytest.mark.parametrize("target, page, want", [
+    ("assets/x.json", "step/", "../assets/x.json"),
+    ("assets/x.json", "", "assets/x.json"),
+    ("assets/x.json", "a/b/", "../../assets/x.json"),
+    ("a/c/", "a/b/", "../c/"),
+    ("assets/x.json", "a/page.html", "../assets/x.json"),
+])
+def test_relative_urls_match_mkdocs(target, page, want):
+    from mkdocs.utils import get_relative_url
+
+    assert relative_url(target, page) == want == get_relative_url(target, page)
