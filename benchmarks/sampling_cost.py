@@ -19,10 +19,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
 
-from explainer_gen.timing import Timing  # noqa: E402
-from explainer_gen.artifacts import FigureRequest, build_figure  # noqa: E402
-from explainer_gen.controls import default_scenario  # noqa: E402
-from explainer_gen.figures import REGISTRY  # noqa: E402
+from explainer_gen.compute.timing import Timing  # noqa: E402
+from explainer_gen.compute.artifacts import FigureRequest, build_figure  # noqa: E402
+from explainer_gen.sources.controls import default_scenario  # noqa: E402
+from explainer_gen.compute.figures import REGISTRY  # noqa: E402
 from models import load_catalogue, sampling  # noqa: E402
 
 KINDS = ("sampling-check", "sampling-speed")

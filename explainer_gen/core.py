@@ -10,16 +10,18 @@ from __future__ import annotations
 import importlib
 import sys
 
-from . import cache
+from .compute import cache
 
 _before = cache.source_hashes()
 
 from models.catalogue import CATALOGUE_PATH, Catalogue, load_catalogue  # noqa: E402
 from models.yamlsource import SourceError  # noqa: E402
 
-from . import contract, mathml, superfence, theme  # noqa: E402,F401
-from .artifacts import FigureArtifacts, FigureRequest, build_figure  # noqa: E402,F401
-from .cache import MODELS_ROOT, PACKAGE_ROOT  # noqa: E402,F401
+from . import theme  # noqa: E402,F401
+from .client import contract  # noqa: E402,F401
+from .render import mathml, superfence  # noqa: E402,F401
+from .compute.artifacts import FigureArtifacts, FigureRequest, build_figure  # noqa: E402,F401
+from .compute.cache import MODELS_ROOT, PACKAGE_ROOT  # noqa: E402,F401
 from .markdown_ext import ExplainerExtension  # noqa: E402,F401
 from .site import CSS_PATH, Memory, PageSource, SiteBuild  # noqa: E402,F401
 from .staging import Staging, WarningCount  # noqa: E402,F401

@@ -25,16 +25,17 @@ from typing import Callable
 
 from models.catalogue import Catalogue, load_catalogue
 
-from . import contract, theme
-from .artifacts import FigureArtifacts, build_figure, dumps, site_files
-from .bundle import javascript_bundle, short_hash
-from .cache import PACKAGE_ROOT, DiskCache, digest
-from .crossref import CrossRefs, Source
-from .feed import ATOM_PATH
-from .html import figure_html, page_root_html, place_pictures, static_picture
-from .numbers import NumberResult
-from .pages import PageBuild, build_page, split_front_matter, substitute_numbers
-from .timing import Timing
+from .client import contract
+from . import theme
+from .compute.artifacts import FigureArtifacts, build_figure, dumps, site_files
+from .client.bundle import javascript_bundle, short_hash
+from .compute.cache import PACKAGE_ROOT, DiskCache, digest
+from .sources.crossref import CrossRefs, Source
+from .render.feed import ATOM_PATH
+from .render.blocks import figure_html, page_root_html, place_pictures, static_picture
+from .compute.numbers import NumberResult
+from .compute.pages import PageBuild, build_page, split_front_matter, substitute_numbers
+from .compute.timing import Timing
 
 ASSETS = "assets/explainer"
 CSS_PATH = f"{ASSETS}/explainer.css"

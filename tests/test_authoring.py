@@ -72,8 +72,8 @@ def test_cache_recomputes_only_what_changed(project, tmp_path):
 
 
 def test_bundle_is_generated_once_and_reused(tmp_path):
-    from explainer_gen.bundle import javascript_bundle
-    from explainer_gen.cache import DiskCache
+    from explainer_gen.client.bundle import javascript_bundle
+    from explainer_gen.compute.cache import DiskCache
 
     cache = DiskCache(tmp_path)
     first = javascript_bundle(cache)

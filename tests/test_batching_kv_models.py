@@ -9,7 +9,7 @@ import pytest
 
 from models import batching, kvcache, roofline
 
-# The batching page's figure precomputes these positions (explainer_gen/figures/schedule.py);
+# The batching page's figure precomputes these positions (explainer_gen/compute/figures/schedule.py);
 # the test walks the same grid without importing the figure code.
 BATCHES = range(4, 33, 4)
 SPREADS = np.round(np.arange(0.0, 1.0001, 0.1), 1)

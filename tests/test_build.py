@@ -117,7 +117,7 @@ def test_bundle_is_self_hosted_and_loaded_lazily(site):
 def test_pictures_are_in_the_page_but_not_in_the_search_index(site):
     """Static pictures are placed in the finished page, after Markdown and the search plugin
     have seen it: the page shows every chart label, search finds none of them."""
-    from explainer_gen.figures.tokens import ROWS
+    from explainer_gen.compute.figures.tokens import ROWS
     page = (site / SPEC_PAGE).read_text()
     search = (site / "search" / "search_index.json").read_text()
     for html_path in site.rglob("index.html"):

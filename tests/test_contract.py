@@ -1,4 +1,4 @@
-"""The browser contract (explainer_gen/contract.py): one shape for the JSON the loader reads, checked
+"""The browser contract (explainer_gen/client/contract.py): one shape for the JSON the loader reads, checked
 on every file the real build writes, and read by the real loader in a browser.
 
 Issue 12, bug 2: the loader used to find a scenario by position arithmetic over the switch's
@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from explainer_gen import contract
+from explainer_gen.client import contract
 from helpers import REPO, mkdocs_build, serve
 
 LOADER = REPO / "explainer_gen" / "assets" / "loader.js"

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from explainer_gen.artifacts import build_figure, fill, template_fields, text_at
-from explainer_gen.figures import REGISTRY
-from explainer_gen.pages import build_page
+from explainer_gen.compute.artifacts import build_figure, fill, template_fields, text_at
+from explainer_gen.compute.figures import REGISTRY
+from explainer_gen.compute.pages import build_page
 from helpers import REPO
 
 PAGES = sorted((REPO / "docs" / "explainers").glob("*.md"))
@@ -57,7 +57,7 @@ def test_static_description_is_the_default_state(site):
     html = (site / "explainers/speculative-decoding/index.html").read_text()
     desc = re.search(r'<p class="eg-desc" id="([^"]+)">([^<]*)</p>', html)
     assert desc and "{" not in desc.group(2)
-    from explainer_gen.figures.tokens import TokenTimeline
+    from explainer_gen.compute.figures.tokens import TokenTimeline
     a, k = (TokenTimeline.sliders[n].default for n in ("a", "k"))
     assert f"acceptance {a:.2f} and lookahead {k:.0f}" in desc.group(2)
     assert f'aria-labelledby="{desc.group(1)}"' in html
@@ -79,7 +79,7 @@ def test_description_follows_the_sliders_and_the_switch(browser, base_url, site)
     slider.focus()
     page.keyboard.press("ArrowLeft")
     page.keyboard.press("ArrowLeft")
-    from explainer_gen.figures.tokens import TokenTimeline
+    from explainer_gen.compute.figures.tokens import TokenTimeline
     sliders = TokenTimeline.sliders
     position = {"a": sliders["a"].default - 2 * sliders["a"].step, "k": sliders["k"].default}
     page.wait_for_function(f"e => e.textContent.includes('acceptance {position['a']:.2f}')", arg=desc.element_handle())
@@ -101,7 +101,7 @@ def test_one_polite_announcement_after_a_pause(browser, base_url):
     assert region.get_attribute("aria-live") == "polite" and region.get_attribute("role") == "status"
     # Visually hidden, but in the accessibility tree (not display: none).
     assert region.evaluate("e => getComputedStyle(e).display") != "none"
-    from explainer_gen.figures.tokens import TokenTimeline
+    from explainer_gen.compute.figures.tokens import TokenTimeline
     a = TokenTimeline.sliders["a"]
     slider = page.locator(".eg-figure").first.get_by_role("slider", name="Acceptance rate")
     slider.focus()

@@ -112,8 +112,8 @@ def test_more_author_mistakes(tmp_path, name):
 
 NAN_HOOK = '''
 import numpy as np
-from explainer_gen.figures.base import register
-from explainer_gen.figures.speedup import SpeedupVsBatch
+from explainer_gen.compute.figures.base import register
+from explainer_gen.compute.figures.speedup import SpeedupVsBatch
 
 
 @register

@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 from altair.vegalite.v6.schema.core import load_schema
 
-import explainer_gen.figures as figures
+import explainer_gen.compute.figures as figures
 from explainer_gen import theme
-from explainer_gen.controls import Slider
-from explainer_gen.figures import base
-from explainer_gen.figures.base import REGISTRY, DuplicateFigureKind, FigureKind, register, rows_at, slider_filter
+from explainer_gen.sources.controls import Slider
+from explainer_gen.compute.figures import base
+from explainer_gen.compute.figures.base import REGISTRY, DuplicateFigureKind, FigureKind, register, rows_at, slider_filter
 from helpers import REPO, env
 
-FOLDER = REPO / "explainer_gen" / "figures"
+FOLDER = REPO / "explainer_gen" / "compute" / "figures"
 SOURCES = sorted(p for p in FOLDER.glob("*.py") if p.name != "__init__.py")
 
 
@@ -42,7 +42,7 @@ def registry():
 
 def kind_source(name: str, kind: str, decorate: bool = True) -> str:
     return textwrap.dedent(f'''
-        from explainer_gen.figures.base import FigureKind, register
+        from explainer_gen.compute.figures.base import FigureKind, register
 
         {"@register" if decorate else ""}
         class {name}(FigureKind):
@@ -59,20 +59,20 @@ def kind_source(name: str, kind: str, decorate: bool = True) -> str:
 def test_discovery_imports_every_module_in_the_folder():
     assert figures.MODULES == [p.stem for p in SOURCES]
     for p in SOURCES:
-        assert f"explainer_gen.figures.{p.stem}" in sys.modules, p.name
+        assert f"explainer_gen.compute.figures.{p.stem}" in sys.modules, p.name
 
 
 def test_every_kind_class_in_the_folder_is_registered():
     """Each FigureKind subclass a module defines with its own `name` is the one filed under it."""
     found = 0
     for p in SOURCES:
-        module = sys.modules[f"explainer_gen.figures.{p.stem}"]
+        module = sys.modules[f"explainer_gen.compute.figures.{p.stem}"]
         for obj in vars(module).values():
             if isinstance(obj, type) and issubclass(obj, FigureKind) and obj.__module__ == module.__name__ \
                     and "name" in vars(obj):
                 assert type(REGISTRY[obj.name]) is obj, obj
                 found += 1
-    ours = [k for k in REGISTRY.values() if type(k).__module__.startswith("explainer_gen.figures.")]
+    ours = [k for k in REGISTRY.values() if type(k).__module__.startswith("explainer_gen.compute.figures.")]
     assert found == len(ours) >= 11
 
 
@@ -97,7 +97,7 @@ def test_a_name_registered_twice_fails_naming_both_modules(registry):
             name = "roofline"
     message = str(err.value)
     assert "'roofline'" in message
-    assert "module explainer_gen.figures.roofline" in message and f"module {__name__}" in message
+    assert "module explainer_gen.compute.figures.roofline" in message and f"module {__name__}" in message
     assert REGISTRY["roofline"] is before  # the first registration stands
 
 
@@ -107,7 +107,7 @@ def test_a_duplicate_in_a_dropped_module_fails_the_discovery(tmp_path, monkeypat
     (pkg / "__init__.py").write_text("")
     (pkg / "steps.py").write_text(kind_source("Steps", "step-time"))
     monkeypatch.syspath_prepend(str(tmp_path))
-    with pytest.raises(DuplicateFigureKind, match=r"explainer_gen\.figures\.steptime.*clashing_kinds\.steps"):
+    with pytest.raises(DuplicateFigureKind, match=r"explainer_gen\.compute\.figures\.steptime.*clashing_kinds\.steps"):
         base.discover("clashing_kinds", [str(pkg)])
 
 
@@ -149,7 +149,7 @@ def test_an_entry_point_kind_that_takes_a_used_name_fails(tmp_path, monkeypatch,
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(base, "entry_points", fake_entry_points(
         EntryPoint(name="roof", value="plugin_clash:Roof", group="explainer_gen.figures")))
-    with pytest.raises(DuplicateFigureKind, match=r"explainer_gen\.figures\.roofline.*plugin_clash"):
+    with pytest.raises(DuplicateFigureKind, match=r"explainer_gen\.compute\.figures\.roofline.*plugin_clash"):
         base.load_entry_points()
 
 
@@ -162,13 +162,13 @@ def test_a_broken_entry_point_fails_with_its_name(monkeypatch, registry):
 
 def test_an_installed_package_adds_a_kind_through_the_group(tmp_path):
     """End to end, with real package metadata: a distribution on the path that declares the
-    entry point is found when explainer_gen.figures is imported, in a fresh interpreter."""
+    entry point is found when explainer_gen.compute.figures is imported, in a fresh interpreter."""
     (tmp_path / "extra_kinds.py").write_text(kind_source("Ridge", "test-installed-kind", decorate=False))
     info = tmp_path / "extra_kinds-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: extra-kinds\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text("[explainer_gen.figures]\nridge = extra_kinds:Ridge\n")
-    code = "import explainer_gen.figures as f; print(type(f.REGISTRY['test-installed-kind']).__module__)"
+    code = "import explainer_gen.compute.figures as f; print(type(f.REGISTRY['test-installed-kind']).__module__)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
                             env={**env(), "PYTHONPATH": f"{tmp_path}:{REPO}"})
     assert result.returncode == 0, result.stderr

@@ -13,8 +13,8 @@ import markdown
 import pytest
 
 from explainer_gen import core
-from explainer_gen.crossref import BIB_PATH, GLOSSARY_PATH
-from explainer_gen.pages import split_front_matter
+from explainer_gen.sources.crossref import BIB_PATH, GLOSSARY_PATH
+from explainer_gen.compute.pages import split_front_matter
 from explainer_gen.site import PageSource, SiteBuild, relative_url
 from helpers import REPO
 from models import load_catalogue, roofline

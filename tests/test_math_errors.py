@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from explainer_gen.mathml import to_mathml
-from explainer_gen.pages import scan_fences
+from explainer_gen.render.mathml import to_mathml
+from explainer_gen.compute.pages import scan_fences
 from test_errors import assert_fails, build_page
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"

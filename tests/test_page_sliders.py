@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import shutil
 
-from explainer_gen.figures import REGISTRY
+from explainer_gen.compute.figures import REGISTRY
 from helpers import REPO, article, mkdocs_build, serve
 from models.speculative import expected_tokens
 

@@ -598,7 +598,7 @@ def test_a_label_the_chart_font_cannot_draw_fails_the_build():
     """A character missing from the shipped font would be drawn by a reader's fallback font at
     another width; the build refuses it, naming the characters."""
     from explainer_gen import theme
-    from explainer_gen.artifacts import static_svg
+    from explainer_gen.compute.artifacts import static_svg
 
     assert theme.missing_glyphs('<svg><text x="1">a = Σ b</text><text>&#x2713; ok</text></svg>') == "\u2713"
     spec = {"$schema": "https://vega.github.io/schema/vega-lite/v6.json", "title": "done \u2713",

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import yaml
 
-from explainer_gen.artifacts import FigureRequest, build_figure
-from explainer_gen.controls import default_scenario
-from explainer_gen.figures import REGISTRY
+from explainer_gen.compute.artifacts import FigureRequest, build_figure
+from explainer_gen.sources.controls import default_scenario
+from explainer_gen.compute.figures import REGISTRY
 from helpers import REPO
 from models import kvcache, prefill
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from explainer_gen.controls import Slider
-from explainer_gen.numbers import (Inline, SourceError, compute_number, find_inline, parse_expr, parse_format,
+from explainer_gen.sources.controls import Slider
+from explainer_gen.compute.numbers import (Inline, SourceError, compute_number, find_inline, parse_expr, parse_format,
                                    plural, split_body)
-from explainer_gen.pages import scan_fences, split_front_matter
+from explainer_gen.compute.pages import scan_fences, split_front_matter
 from helpers import REPO, article
 
 NBSP = "\u00a0"

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 import yaml
 
-import explainer_gen.vocabulary as vocab
-from explainer_gen.controls import Scenario
-from explainer_gen.numbers import evaluate, parse_expr
-from explainer_gen.pages import build_page
-from explainer_gen.vocabulary import DEPENDENCIES, REGISTRY, Registry, Term, TermError, Topic
-from explainer_gen.vocabulary.registry import check
+import explainer_gen.compute.vocabulary as vocab
+from explainer_gen.sources.controls import Scenario
+from explainer_gen.compute.numbers import evaluate, parse_expr
+from explainer_gen.compute.pages import build_page
+from explainer_gen.compute.vocabulary import DEPENDENCIES, REGISTRY, Registry, Term, TermError, Topic
+from explainer_gen.compute.vocabulary.registry import check
 from helpers import REPO
 from models import kvcache
 from models.yamlsource import SourceError
@@ -207,7 +207,7 @@ def test_a_wrong_declaration_in_a_topic_module_fails_the_import_that_starts_ever
     """A topic module with a wrong declaration cannot even be imported (the plugin imports the
     vocabulary before it reads a page), and the error names its file, line and function."""
     module = tmp_path / "scratch_topic.py"
-    module.write_text("from explainer_gen.vocabulary.registry import Topic\n\ntopic = Topic('scratch')\n\n\n"
+    module.write_text("from explainer_gen.compute.vocabulary.registry import Topic\n\ntopic = Topic('scratch')\n\n\n"
                       "@topic.term(depends=())\ndef memory_per_card(scenario):\n    return scenario.acc.memory_bytes\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(TermError) as err:

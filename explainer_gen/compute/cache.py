@@ -1,0 +1,95 @@
+"""A small on-disk cache for figure artefacts and the JS bundle.
+
+Keys hash everything that decides the output: the request, the catalogue text, the source
+of the models and of the figure code, and the versions of altair, vl-convert and this package.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from fnmatch import fnmatch
+from importlib import metadata
+from pathlib import Path
+
+import models
+
+PACKAGE_ROOT = Path(__file__).parents[1]
+MODELS_ROOT = Path(models.__file__).parent
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+# The generator code whose output is cached: figure kinds, artefacts, numbers and what they
+# read. Editing anything else (hooks, HTML, loader, cross-references) recomputes nothing.
+COMPUTING = ("compute/*.py", "compute/figures/*.py", "compute/vocabulary/*.py", "client/contract.py", "theme.py",
+             "sources/controls.py", "sources/markdown.py")
+
+
+def source_hashes() -> dict[str, str]:
+    """sha256 of every Python file of the models and the generator, as they are on disk now,
+    by path relative to their package's parent folder."""
+    out = {}
+    for root in (MODELS_ROOT, PACKAGE_ROOT):
+        for path in sorted(root.rglob("*.py")):
+            if "__pycache__" not in path.parts:
+                out[path.relative_to(root.parent).as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def code_fingerprint(sources: dict[str, str]) -> str:
+    """The cache key's part for code: the models' and the computing modules' hashes in `sources`
+    (those of the code this process loaded, see core.py) and the library versions."""
+    computing = {f"{PACKAGE_ROOT.name}/{pattern}" for pattern in COMPUTING}
+    code = sorted((path, digest) for path, digest in sources.items()
+                  if path.startswith(MODELS_ROOT.name + "/") or any(fnmatch(path, c) for c in computing))
+    parts = {"code": code, "versions": [_version(d) for d in ("altair", "vl-convert-python", "explainer-gen", "numpy")]}
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+def digest(*parts: object) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+class DiskCache:
+    """Text blobs under `root/namespace/key`; `root=None` turns caching off."""
+
+    def __init__(self, root: str | Path | None):
+        self.root = Path(root) if root else None
+        self.hits = self.misses = 0
+
+    def get(self, namespace: str, key: str) -> str | None:
+        if self.root is None:
+            return None
+        path = self.root / namespace / key
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return text
+
+    def path(self, namespace: str, key: str) -> Path | None:
+        """Where an entry lives on disk, if caching is on and the entry exists."""
+        if self.root is None:
+            return None
+        path = self.root / namespace / key
+        return path if path.is_file() else None
+
+    def put(self, namespace: str, key: str, text: str) -> None:
+        if self.root is None:
+            return
+        folder = self.root / namespace
+        folder.mkdir(parents=True, exist_ok=True)
+        # Write then rename, so an interrupted build never leaves a torn entry.
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, folder / key)

@@ -1,0 +1,204 @@
+"""What every figure kind provides, how kinds are found, and the helpers they share.
+
+Finding kinds
+-------------
+A kind is a `FigureKind` subclass decorated with `@register`, which files one instance under
+the class's `name` in `REGISTRY`. Importing `explainer_gen.figures` runs `discover`, which:
+
+1. imports every module in the `explainer_gen/figures/` folder (`pkgutil.iter_modules`), so a
+   new kind is a new module there and nothing else lists it;
+2. loads every entry point in the group ``explainer_gen.figures`` (`ENTRY_POINT_GROUP`), so
+   another installed package can add kinds. An entry point names either a module, whose
+   import registers its kinds with `@register`, or a `FigureKind` subclass, which is registered
+   if its module did not already do it. In the other package's ``pyproject.toml``::
+
+       [project.entry-points."explainer_gen.figures"]
+       my-kinds = "my_package.figures"              # a module that uses @register
+       waterfall = "my_package.waterfall:Waterfall"  # or one FigureKind subclass
+
+Two different classes registered under one name fail at once (`DuplicateFigureKind`), naming
+both modules: a kind never silently replaces another. Registering the same class again (a
+module reloaded, or named both by its module and by an entry point) is not a clash.
+
+Rows at a slider position
+-------------------------
+`rows_at` (Python) and `slider_filter` (the Vega expression the browser runs) are the only
+two ways a kind picks the rows of one slider position, and they share `AT_TOLERANCE`.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from types import ModuleType
+from typing import ClassVar, Iterable, Mapping
+
+import altair as alt
+import numpy as np
+
+from ...sources.controls import Resolved, Slider
+from ..numbers import Format, plural as plural_of
+
+Columns = dict[str, np.ndarray]
+
+@dataclass(frozen=True)
+class TableView:
+    """The figure's default state as an accessible table."""
+
+    caption: str
+    headers: list[str]
+    rows: list[list[str]]
+
+
+class FigureKind:
+    """One kind of figure: its sliders, its model run over every slider position, its chart."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    sliders: ClassVar[dict[str, Slider]]
+    # Column name -> human label, in CSV order.
+    columns: ClassVar[dict[str, str]]
+
+    def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
+        """Long-form table over every slider position; must include one column per slider."""
+        raise NotImplementedError
+
+    def chart(self, sliders: dict[str, Slider]) -> alt.TopLevelMixin:
+        """An altair chart over `alt.NamedData('table')`, filtered by the slider params."""
+        raise NotImplementedError
+
+    def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
+        """The default slider position as rows and columns."""
+        raise NotImplementedError
+
+    # One or two sentences describing the figure for screen readers, with `{field}` slots
+    # that `facts` fills for each slider position (in Python for the static picture, and
+    # in the browser from the same precomputed strings as the sliders move).
+    description: ClassVar[str]
+
+    def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
+        """The description's fields, formatted, at one slider position.
+
+        `at` masks the rows of `cols` at that position; `position` gives each slider's value.
+        """
+        raise NotImplementedError
+
+
+REGISTRY: dict[str, FigureKind] = {}
+ENTRY_POINT_GROUP = "explainer_gen.figures"
+
+
+class DuplicateFigureKind(RuntimeError):
+    """Two different classes claim one figure kind name."""
+
+
+def _origin(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def register(cls: type[FigureKind]) -> type[FigureKind]:
+    """Class decorator: file one instance of `cls` under `cls.name` in `REGISTRY`."""
+    if not (isinstance(cls, type) and issubclass(cls, FigureKind)):
+        raise TypeError(f"@register takes a FigureKind subclass, got {cls!r}")
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"figure kind {_origin(cls)} needs a class attribute `name` (a non-empty string)")
+    held = REGISTRY.get(name)
+    if held is not None and _origin(type(held)) != _origin(cls):
+        raise DuplicateFigureKind(
+            f"figure kind {name!r} is registered twice: by {_origin(type(held))} (module {type(held).__module__}) "
+            f"and by {_origin(cls)} (module {cls.__module__}); give one of them another name")
+    REGISTRY[name] = cls()
+    return cls
+
+
+def discover(package: str, path: Iterable[str]) -> list[str]:
+    """Import every module of the figures package at `path`, then load the entry points.
+
+    Returns the names of the package's modules, in the order imported (alphabetical).
+    """
+    found = []
+    for info in pkgutil.iter_modules(list(path)):
+        importlib.import_module(f"{package}.{info.name}")
+        found.append(info.name)
+    load_entry_points()
+    return found
+
+
+def load_entry_points(group: str = ENTRY_POINT_GROUP) -> list[str]:
+    """Load every entry point in `group` (see the module docstring); returns their names."""
+    names = []
+    for ep in entry_points(group=group):
+        where = f"entry point {ep.name!r} = {ep.value!r} in group {group!r}"
+        dist = getattr(ep, "dist", None)
+        if dist is not None:
+            where += f" of {dist.metadata['Name']}"
+        try:
+            obj = ep.load()
+        except Exception as exc:  # a broken plug-in fails the build, with its name
+            raise ImportError(f"figure kinds: {where} could not be loaded: {exc}") from exc
+        if isinstance(obj, type) and issubclass(obj, FigureKind):
+            register(obj)
+        elif not isinstance(obj, ModuleType):
+            raise TypeError(f"figure kinds: {where} names {obj!r}; it must name a module or a FigureKind subclass")
+        names.append(ep.name)
+    return names
+
+
+def table_data() -> alt.NamedData:
+    return alt.NamedData(name="table")
+
+
+def slider_params(sliders: dict[str, Slider]) -> list[alt.Parameter]:
+    return [alt.param(name=s.name, value=s.default,
+                      bind=alt.binding_range(min=s.min, max=s.max, step=s.step, name=f"{s.label} "))
+            for s in sliders.values()]
+
+
+# A row is at a slider position when, for every slider asked about, its column differs from the
+# slider's value by less than AT_TOLERANCE steps. Slider positions lie a whole step apart, so
+# half a step is the widest tolerance that can never take a neighbouring position; it also
+# absorbs float noise and the rounding to a few significant digits that the browser's copy of
+# the data goes through (`artifacts.SIGNIFICANT`), so Python and the browser pick the same rows.
+AT_TOLERANCE = 0.5
+
+
+def _sliders(sliders: Mapping[str, Slider] | Iterable[Slider]) -> list[Slider]:
+    return list(sliders.values()) if isinstance(sliders, Mapping) else list(sliders)
+
+
+def slider_filter(sliders: Mapping[str, Slider] | Iterable[Slider]) -> str:
+    """Vega expression: the row sits at the sliders' current position (the browser's `rows_at`)."""
+    return " && ".join(f"abs(datum.{s.name} - {s.name}) < {s.step * AT_TOLERANCE!r}"
+                       for s in _sliders(sliders)) or "true"
+
+
+def rows_at(cols: Columns, sliders: Mapping[str, Slider], position: Mapping[str, float] | None = None,
+            what: str | None = None) -> np.ndarray:
+    """Mask of the rows at one slider position: the one Python helper every kind uses.
+
+    `position` maps slider names to values; only the sliders it names are checked (a layer that
+    ignores a slider holds 0 there). Left out, it is every slider at its default. A row matches
+    when each named slider's column is within `AT_TOLERANCE` of that slider's step of the value.
+    With `what`, only rows whose `what` column is that label match.
+    """
+    n = len(next(iter(cols.values()))) if cols else 0
+    mask = np.ones(n, dtype=bool) if what is None else cols["what"] == what
+    if position is None:
+        position = {s.name: s.default for s in sliders.values()}
+    for name, value in position.items():
+        mask &= np.abs(cols[name] - value) < sliders[name].step * AT_TOLERANCE
+    return mask
+
+
+def grid_product(grid: dict[str, np.ndarray], **extra: np.ndarray) -> dict[str, np.ndarray]:
+    """Every combination of slider positions and `extra` axes, flattened to columns."""
+    axes = {**grid, **extra}
+    mesh = np.meshgrid(*axes.values(), indexing="ij")
+    return {name: m.ravel() for name, m in zip(axes, mesh)}
+
+
+def count(n: float, noun: str, plural: str | None = None) -> str:
+    """'1 slot', '3 slots': a whole number with its noun agreeing, as `{{ n | ,d slot }}` writes it."""
+    return Format(",d", 1.0, "", noun, plural or plural_of(noun))(n)

@@ -1,0 +1,163 @@
+"""Time per token against prompt length: prefill of the prompt beside decode, one token a pass.
+
+Prefill shares one weight read among all the prompt's tokens, so its cost per token falls in
+proportion to the prompt until the ridge, where arithmetic takes over and it levels off. Decode
+at batch one pays the whole read for every token. On log-log axes both are straight lines
+either side of the ridge, so a few points per doubling and the ridge itself draw them exactly.
+Points on the two lines follow the prompt slider shared with the roofline and step-time figures.
+
+Everything comes from `models.prefill` (the roofline step time, attention left out); only
+prompt lengths whose KV cache fits beside the weights are drawn.
+"""
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+
+from models import prefill, roofline
+
+from ...sources.controls import Resolved, Slider
+from ...theme import colour
+from .base import Columns, FigureKind, TableView, register, rows_at, slider_params, table_data
+from .longform import follows, part, stack
+from .roofline import PHASE_SLIDERS
+
+LONGEST = 32768
+# Prompt lengths 1 to 32k tokens, four per doubling.
+TOKENS = np.unique(np.round(2 ** (np.arange(0, 61) / 4))).astype(float)
+SHOWN = (1, 16, 256, 4096, 32768)
+PHASES = {"prefill": "prefill, per prompt token", "decode": "decode, per generated token"}
+AXIS_VALUES = [1, 8, 64, 512, 4096, 32768]
+
+
+def _time(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.1f} µs"
+
+
+@register
+class PrefillVsDecode(FigureKind):
+    name = "prefill-vs-decode"
+    title = "Time per token against prompt length: prefill and decode"
+    sliders = {"prompt": PHASE_SLIDERS["prompt"]}
+    columns = {"what": "row", "phase": "phase", "tokens": "prompt length (tokens)", "ms": "ms per token",
+               "ms_decode": "decode ms per token at that length", "ratio": "decode over prefill, per token",
+               "attention": "share causal attention would add to prefill arithmetic", "prompt": "prompt slider"}
+
+    def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
+        acc, m, n = r.acc, r.target, r.cards
+        longest = prefill.longest_fit(acc, m, n, LONGEST)
+        ridge = roofline.ridge_tokens(acc, m)
+
+        def rows(what: str, tokens: np.ndarray, phase: str, prompt) -> Columns:
+            tokens = tokens[prefill.fits(acc, m, n, tokens)]  # only what fits in memory is drawn
+            pre = prefill.prefill_s_per_token(acc, m, n, tokens) * 1e3
+            dec = prefill.decode_s_per_token(acc, m, n, tokens) * 1e3
+            return part(what, len(tokens), phase=phase, tokens=tokens, ms=dec if phase == "decode" else pre,
+                        ms_decode=dec, ratio=dec / pre, attention=prefill.attention_share(m, tokens),
+                        prompt=tokens if prompt else 0)
+
+        # The lines: the grid, the ridge (where prefill bends) and the longest prompt that fits.
+        line = np.unique(np.concatenate([TOKENS, [ridge], [longest] if 0 < longest < LONGEST else []]))
+        prompts = grid["prompt"].astype(float)
+        return stack([
+            rows("prefill", line, "prefill", False),
+            rows("decode", line, "decode", False),
+            rows("ridge", np.array([ridge]), "prefill", False),
+            rows("prefill-at", prompts, "prefill", True),
+            rows("decode-at", prompts, "decode", True),
+            rows("gap", prompts, "", True),
+        ], list(self.columns))
+
+    def chart(self, sliders: dict[str, Slider]) -> alt.TopLevelMixin:
+        prompt = sliders["prompt"]
+        base = alt.Chart(table_data())
+        x = alt.X("tokens:Q", title="Prompt length (tokens)",
+                  scale=alt.Scale(type="log", base=2, domain=[1, LONGEST]),
+                  axis=alt.Axis(values=AXIS_VALUES, labelExpr="datum.value >= 1024 ? datum.value / 1024 + 'k' : datum.value"))
+        y = alt.Y("ms:Q", title="Time per token (ms)", scale=alt.Scale(type="log"), axis=alt.Axis(format="~g"))
+        legend = alt.Legend(orient="bottom", labelExpr=_legend_expr(), symbolType="stroke", symbolStrokeWidth=2.5)
+        phase = alt.Color("phase:N", title="Time per token", scale=alt.Scale(domain=list(PHASES)), legend=legend)
+        dash = alt.StrokeDash("phase:N", title="Time per token", legend=legend,
+                              scale=alt.Scale(domain=list(PHASES), range=[[1, 0], [6, 3]]))
+        tooltip = [alt.Tooltip("phase:N", title="phase"), alt.Tooltip("tokens:Q", title="prompt (tokens)", format=",.0f"),
+                   alt.Tooltip("ms:Q", title="ms per token", format=",.4g")]
+        lines = base.transform_filter("datum.what == 'prefill' || datum.what == 'decode'").mark_line(
+            strokeWidth=2.5).encode(x=x, y=y, color=phase, strokeDash=dash, tooltip=tooltip)
+
+        ridge = base.transform_filter("datum.what == 'ridge'")
+        ridge_rule = ridge.mark_rule(strokeDash=[2, 3], color=colour("muted")).encode(x=x)
+        ridge_dot = ridge.mark_point(shape="diamond", size=90, filled=True, color=colour("muted")).encode(x=x, y=y)
+        ridge_text = ridge.transform_calculate(label="'ridge: ' + format(datum.tokens, ',.0f') + ' tokens'").mark_text(
+            align="left", dx=6, baseline="top", y=4, color=colour("muted")).encode(x=x, text="label:N")
+
+        at = base.transform_filter(follows(["prefill-at", "decode-at"], [prompt]))
+        dots = at.mark_point(size=120, filled=True, opacity=1).encode(x=x, y=y, color=phase, tooltip=tooltip)
+        gap = base.transform_filter(follows(["gap"], [prompt])).transform_calculate(
+            label="'decode takes ' + format(datum.ratio, ',.0f') + '× as long per token'")
+        gap_rule = gap.mark_rule(strokeWidth=1.5, color=colour("fg")).encode(x=x, y=y, y2="ms_decode:Q")
+        # Below the decode line and left of the point, so that it stays inside the plot at the longest
+        # prompts and clear of the prefill line at the shortest.
+        gap_text = gap.mark_text(align="right", dx=-6, dy=14, color=colour("fg")).encode(
+            x=x, y=alt.Y("ms_decode:Q"), text="label:N")
+        return (alt.layer(lines, ridge_rule, ridge_dot, ridge_text, gap_rule, dots, gap_text)
+                .add_params(*slider_params(sliders)).properties(height=320))
+
+    def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
+        acc, m, n = r.acc, r.target, r.cards
+        p = sliders["prompt"].default
+        picks = [(f"{t:,}", (cols["what"] == "prefill") & (cols["tokens"] == t), t) for t in SHOWN]
+        picks.append((f"{roofline.ridge_tokens(acc, m):,.0f} (the ridge)", cols["what"] == "ridge",
+                      roofline.ridge_tokens(acc, m)))
+        picks.append((f"{p:,.0f} (the prompt slider)", rows_at(cols, sliders, what="prefill-at"), p))
+        rows = []
+        for label, mask, tokens in sorted(picks, key=lambda x: x[2]):
+            if not mask.any():
+                rows.append([label] + ["does not fit in memory"] * 5)
+                continue
+            i = int(np.flatnonzero(mask)[0])
+            bound = "compute" if bool(roofline.step_time(acc, m, n, cols["tokens"][i]).compute_bound) else "bandwidth"
+            rows.append([label, _time(cols["ms"][i] / 1e3), _time(cols["ms_decode"][i] / 1e3),
+                         f"{cols['ratio'][i]:,.0f}×", bound, f"{cols['attention'][i]:.1%}"])
+        return TableView(
+            caption=(f"Time per token for {m.name} on {n} × {acc.name} in bf16: weight reads and dense arithmetic "
+                     f"at datasheet peaks, attention left out (the last column says what causal attention would add "
+                     f"to prefill's arithmetic)"),
+            headers=["Prompt (tokens)", "Prefill, per prompt token", "Decode, per generated token",
+                     "Decode over prefill", "Prefill bound by", "Causal attention would add"],
+            rows=rows)
+
+    description = ("Log-log chart of time per token against prompt length for {target} on {cards} × {acc}, "
+                   "from weight reads and dense arithmetic, attention left out. {shape} {now}")
+
+    def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
+        # From the model, as the rows are: facts() gets no slider steps to look rows up by.
+        acc, m, n = r.acc, r.target, r.cards
+        longest = prefill.longest_fit(acc, m, n, LONGEST)
+        ridge = roofline.ridge_tokens(acc, m)
+        decode = _time(float(prefill.decode_s_per_token(acc, m, n)))
+        if longest == 0:
+            shape = "The weights and one token of KV cache do not fit in memory, so nothing is drawn."
+        elif longest < ridge:
+            shape = (f"Decode takes {decode} per generated token; prefill starts level with it and falls in "
+                     f"proportion to the prompt up to the longest prompt that fits in memory, {longest:,} tokens, "
+                     f"short of the ridge at {ridge:,.0f}.")
+        else:
+            floor = _time(float(prefill.prefill_s_per_token(acc, m, n, ridge)))
+            shape = (f"Decode takes {decode} per generated token at every length; prefill starts level with it "
+                     f"and falls in proportion to the prompt up to the ridge at {ridge:,.0f} tokens, then levels "
+                     f"off at {floor} per prompt token, {ridge:,.0f}× less than decode.")
+            if longest < LONGEST:
+                shape += f" Prompts longer than {longest:,} tokens do not fit in memory."
+        p = position["prompt"]
+        if prefill.fits(acc, m, n, p):
+            per = float(prefill.prefill_s_per_token(acc, m, n, p))
+            ratio = float(prefill.decode_s_per_token(acc, m, n)) / per
+            now = f"At a prompt of {p:,.0f} tokens prefill takes {_time(per)} per token, {ratio:,.0f}× less than decode."
+        else:
+            now = f"A prompt of {p:,.0f} tokens does not fit in memory."
+        return {"target": m.name, "cards": f"{n}", "acc": acc.name, "shape": shape, "now": now}
+
+
+def _legend_expr() -> str:
+    cases = " : ".join(f"datum.label == '{k}' ? '{v}'" for k, v in PHASES.items())
+    return f"{cases} : datum.label"

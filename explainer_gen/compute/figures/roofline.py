@@ -1,0 +1,107 @@
+"""The roofline of one accelerator: attainable FLOP/s against arithmetic intensity, log-log.
+
+The roof is two straight lines on log axes (bandwidth x intensity, then the flat peak), so
+three points draw it exactly. Prefill and decode are points on it that follow two sliders:
+the prompt length (tokens per prefill pass) and the decode batch (tokens per decode pass).
+"""
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+
+from models import roofline
+
+from ...sources.controls import Resolved, Slider
+from .base import Columns, FigureKind, TableView, register, rows_at, slider_params, table_data
+from .longform import follows, part, stack
+
+# Shared with the step-time figure, so one slider moves both on a page.
+PHASE_SLIDERS = {
+    "prompt": Slider("prompt", "Prompt length (tokens)", 128, 8192, 128, 2048),
+    "batch": Slider("batch", "Decode batch (requests)", 1, 513, 8, 1),
+}
+PHASE_LABELS = {"prefill": "prefill", "decode": "decode"}
+STATIC = ["roof", "ridge"]
+INTENSITY_RANGE = (1.0, 1e4)  # FLOP per byte: decode at batch one up to long prefills
+
+
+def phase_filter(sliders: dict[str, Slider], static: list[str]) -> str:
+    """Static rows always; the prefill point at the prompt slider; the decode point at the batch slider."""
+    kinds = " || ".join(f"datum.what == '{w}'" for w in static)
+    return " || ".join([f"({kinds})", follows(["prefill"], [sliders["prompt"]]),
+                        follows(["decode"], [sliders["batch"]])])
+
+
+@register
+class Roofline(FigureKind):
+    name = "roofline"
+    title = "Attainable FLOP/s against arithmetic intensity"
+    sliders = PHASE_SLIDERS
+    columns = {"what": "row", "intensity": "arithmetic intensity (FLOP/byte)",
+               "tflops": "attainable TFLOP/s per card", "prompt": "prompt length", "batch": "decode batch"}
+
+    def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
+        acc = r.acc
+        roof_i = np.array([INTENSITY_RANGE[0], acc.ridge, INTENSITY_RANGE[1]])
+        roof = np.minimum(acc.flops, acc.bandwidth * roof_i) / 1e12
+
+        def phase(what: str, tokens: np.ndarray, **sl) -> Columns:
+            st = roofline.step_time(acc, r.target, r.cards, tokens)
+            # Achieved FLOP/s per card: the share of the step spent computing, times the peak.
+            return part(what, len(tokens), intensity=st.intensity, tflops=st.utilisation * acc.flops / 1e12, **sl)
+
+        prompts, batches = grid["prompt"], grid["batch"]
+        return stack([
+            part("roof", 3, intensity=roof_i, tflops=roof, prompt=0, batch=0),
+            part("ridge", 1, intensity=acc.ridge, tflops=acc.flops / 1e12, prompt=0, batch=0),
+            phase("prefill", prompts, prompt=prompts, batch=np.zeros(len(prompts))),
+            phase("decode", batches, prompt=np.zeros(len(batches)), batch=batches),
+        ], list(self.columns))
+
+    def chart(self, sliders: dict[str, Slider]) -> alt.TopLevelMixin:
+        base = alt.Chart(table_data()).transform_filter(phase_filter(sliders, STATIC))
+        x = alt.X("intensity:Q", title="Arithmetic intensity (FLOP per byte of weights)",
+                  scale=alt.Scale(type="log", domain=[0.5, 2e4]), axis=alt.Axis(format="~s"))
+        y = alt.Y("tflops:Q", title="Attainable TFLOP/s per card", scale=alt.Scale(type="log"),
+                  axis=alt.Axis(format="~s"))
+        roof = base.transform_filter("datum.what == 'roof'").mark_line(strokeWidth=2.5).encode(x=x, y=y)
+        ridge = base.transform_filter("datum.what == 'ridge'")
+        ridge_dot = ridge.mark_point(shape="diamond", size=90, filled=True).encode(x=x, y=y)
+        ridge_text = ridge.transform_calculate(label="'ridge ' + format(datum.intensity, '.0f') + ' FLOP/byte'") \
+            .mark_text(dy=-12, align="right").encode(x=x, y=y, text="label:N")
+        moving = base.transform_filter("datum.what == 'prefill' || datum.what == 'decode'")
+        color = alt.Color("what:N", title="Phase", scale=alt.Scale(domain=["prefill", "decode"]))
+        tooltip = [alt.Tooltip("what:N", title="phase"),
+                   alt.Tooltip("intensity:Q", title="FLOP/byte", format=",.0f"),
+                   alt.Tooltip("tflops:Q", title="TFLOP/s per card", format=",.1f")]
+        dots = moving.mark_point(size=140, filled=True, opacity=1).encode(x=x, y=y, color=color, tooltip=tooltip)
+        labels = moving.mark_text(dx=10, dy=10, align="left").encode(x=x, y=y, text="what:N", color=color)
+        return (alt.layer(roof, ridge_dot, ridge_text, dots, labels)
+                .add_params(*slider_params(sliders)).properties(height=320))
+
+    def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
+        p, b = sliders["prompt"].default, sliders["batch"].default
+        rows = []
+        for label, mask in [("Ridge point", cols["what"] == "ridge"),
+                            (f"Prefill, {p:g}-token prompt", rows_at(cols, sliders, {"prompt": p}, what="prefill")),
+                            (f"Decode, batch {b:g}", rows_at(cols, sliders, {"batch": b}, what="decode"))]:
+            i, t = cols["intensity"][mask][0], cols["tflops"][mask][0]
+            rows.append([label, f"{i:,.0f}", f"{t:,.1f}", f"{t * 1e12 / r.acc.flops:.1%}"])
+        return TableView(caption=f"Roofline of the {r.acc.name}, {r.target.name} in bf16",
+                         headers=["Point", "FLOP per byte", "TFLOP/s per card", "Share of peak"], rows=rows)
+
+    description = ("Log-log roofline of the {acc}: attainable FLOP/s rises with arithmetic intensity until the "
+                   "ridge at {ridge} FLOP per byte, then stays flat at {peak} TFLOP/s. Decode at a batch of "
+                   "{batch} sits {decode_where}; prefill of a {prompt}-token prompt sits {prefill_where}.")
+
+    def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
+        def where(intensity: float) -> str:
+            if intensity >= r.acc.ridge:
+                return "on the flat roof"
+            return "far down the bandwidth slope" if intensity < r.acc.ridge / 4 else "on the slope below the ridge"
+        # From the model at the position, as the points are: facts() has no slider steps to look rows up by.
+        batch, prompt = position["batch"], position["prompt"]
+        intensity = lambda tokens: float(roofline.step_time(r.acc, r.target, r.cards, tokens).intensity)  # noqa: E731
+        return {"acc": r.acc.name, "ridge": f"{r.acc.ridge:.0f}", "peak": f"{r.acc.bf16_tflops:g}",
+                "batch": f"{batch:g}", "prompt": f"{prompt:,.0f}",
+                "decode_where": where(intensity(batch)), "prefill_where": where(intensity(prompt))}

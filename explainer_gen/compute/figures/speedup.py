@@ -1,0 +1,64 @@
+"""Speedup of speculative decoding over plain decoding against batch size, one line per lookahead."""
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+
+from models import speculative
+
+from ...sources.controls import Resolved, Slider
+from .base import Columns, FigureKind, TableView, grid_product, register, rows_at, slider_filter, slider_params, table_data
+
+LOOKAHEADS = (1, 2, 4, 8)
+# Batch sizes from 1 to 1024, four per doubling, so the log axis is evenly sampled.
+BATCHES = np.unique(np.round(2 ** (np.arange(0, 41) / 4)).astype(int))
+
+
+@register
+class SpeedupVsBatch(FigureKind):
+    name = "speedup-vs-batch"
+    title = "Speedup over plain decoding against batch size"
+    sliders = {"a": Slider("a", "Acceptance rate", 0.05, 0.95, 0.05, 0.8)}
+    columns = {"a": "acceptance rate", "k": "lookahead k", "batch": "batch size",
+               "speedup": "speedup over plain decoding"}
+
+    def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
+        cols = grid_product(grid, k=np.array(LOOKAHEADS, dtype=float), batch=BATCHES.astype(float))
+        cols["speedup"] = speculative.speedup(r.acc, r.target, r.draft, r.cards, cols["batch"], cols["a"], cols["k"])
+        return cols
+
+    def chart(self, sliders: dict[str, Slider]) -> alt.TopLevelMixin:
+        base = alt.Chart(table_data()).transform_filter(slider_filter(sliders))
+        x = alt.X("batch:Q", title="Batch size (requests)", scale=alt.Scale(type="log", base=2, domain=[1, 1024]),
+                  axis=alt.Axis(values=[1, 4, 16, 64, 256, 1024], format="d"))
+        lines = base.mark_line(point=True, strokeWidth=2).encode(
+            x=x,
+            y=alt.Y("speedup:Q", title="Speedup over plain decoding (×)", scale=alt.Scale(type="log", domain=[0.1, 10])),
+            color=alt.Color("k:N", title="Lookahead k", scale=alt.Scale(domain=list(LOOKAHEADS))),
+            tooltip=[alt.Tooltip("k:N", title="lookahead k"), alt.Tooltip("batch:Q", title="batch"),
+                     alt.Tooltip("speedup:Q", title="speedup", format=".2f")],
+        )
+        even = alt.Chart(alt.InlineData(values=[{"even": 1}])).mark_rule(strokeDash=[4, 4]).encode(y="even:Q")
+        return alt.layer(even, lines).add_params(*slider_params(sliders)).properties(height=320)
+
+    def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
+        m = rows_at(cols, sliders)
+        batches = np.unique(cols["batch"][m])
+        rows = []
+        for b in batches:
+            row = [f"{b:g}"]
+            for k in LOOKAHEADS:
+                sel = m & (cols["batch"] == b) & (cols["k"] == k)
+                row.append(f"{cols['speedup'][sel][0]:.2f}×")
+            rows.append(row)
+        a = sliders["a"].default
+        return TableView(caption=f"Speedup at acceptance rate {a:.2f}, {r.cards} × {r.acc.name}, "
+                                 f"{r.target.name} target, {r.draft.name} draft",
+                         headers=["Batch"] + [f"k = {k}" for k in LOOKAHEADS], rows=rows)
+
+    description = ("Line chart of speedup against batch size at acceptance {a} on {cards} × {acc}: up to {best} "
+                   "at small batches, falling below 1× as the batch grows.")
+
+    def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
+        return {"a": f"{position['a']:.2f}", "cards": f"{r.cards}", "acc": r.acc.name,
+                "best": f"{cols['speedup'][at].max():.2f}×"}

@@ -1,0 +1,100 @@
+"""Step time against tokens per pass: the flat weight-read floor, the compute slope, their maximum.
+
+On log-log axes both are straight lines, so their end points draw them exactly; the step time
+bends once, at the ridge. Prefill and decode ride the curve with the same sliders as the roofline.
+"""
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+
+from models import roofline
+
+from ...sources.controls import Resolved, Slider
+from ...theme import colour
+from .base import Columns, FigureKind, TableView, register, rows_at, slider_params, table_data
+from .longform import part, stack
+from .roofline import PHASE_SLIDERS, phase_filter
+
+TOKENS_RANGE = (1.0, 16384.0)
+LINES = {"memory": "weight read (bandwidth floor)", "compute": "arithmetic (compute slope)", "step": "step time"}
+STATIC = list(LINES) + ["ridge"]
+
+
+@register
+class StepTime(FigureKind):
+    name = "step-time"
+    title = "Step time against tokens per pass"
+    sliders = PHASE_SLIDERS
+    columns = {"what": "row", "tokens": "tokens per pass", "ms": "milliseconds",
+               "prompt": "prompt length", "batch": "decode batch"}
+
+    def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
+        ends = np.array(TOKENS_RANGE)
+        knee = np.array([TOKENS_RANGE[0], roofline.ridge_tokens(r.acc, r.target), TOKENS_RANGE[1]])
+        at = lambda tokens: roofline.step_time(r.acc, r.target, r.cards, tokens)  # noqa: E731
+        ridge = roofline.ridge_tokens(r.acc, r.target)
+        prompts, batches = grid["prompt"], grid["batch"]
+        return stack([
+            part("memory", 2, tokens=ends, ms=at(ends).memory_s * 1e3, prompt=0, batch=0),
+            part("compute", 2, tokens=ends, ms=at(ends).compute_s * 1e3, prompt=0, batch=0),
+            part("step", 3, tokens=knee, ms=at(knee).seconds * 1e3, prompt=0, batch=0),
+            part("ridge", 1, tokens=ridge, ms=at(ridge).seconds * 1e3, prompt=0, batch=0),
+            part("prefill", len(prompts), tokens=prompts, ms=at(prompts).seconds * 1e3,
+                 prompt=prompts, batch=np.zeros(len(prompts))),
+            part("decode", len(batches), tokens=batches, ms=at(batches).seconds * 1e3,
+                 prompt=np.zeros(len(batches)), batch=batches),
+        ], list(self.columns))
+
+    def chart(self, sliders: dict[str, Slider]) -> alt.TopLevelMixin:
+        base = alt.Chart(table_data()).transform_filter(phase_filter(sliders, STATIC))
+        x = alt.X("tokens:Q", title="Tokens per pass (prompt length, or decode batch)",
+                  scale=alt.Scale(type="log", domain=list(TOKENS_RANGE)), axis=alt.Axis(format="~s"))
+        y = alt.Y("ms:Q", title="Step time (ms)", scale=alt.Scale(type="log"), axis=alt.Axis(format="~g"))
+        guides = base.transform_filter("datum.what == 'memory' || datum.what == 'compute'").mark_line(
+            strokeDash=[5, 4], strokeWidth=1.5).encode(
+            x=x, y=y, detail="what:N", strokeOpacity=alt.value(0.7),
+            color=alt.Color("what:N", title="Line", scale=alt.Scale(domain=list(LINES)),
+                            legend=alt.Legend(labelExpr=_legend_expr())))
+        step = base.transform_filter("datum.what == 'step'").mark_line(strokeWidth=3).encode(
+            x=x, y=y, color=alt.Color("what:N", scale=alt.Scale(domain=list(LINES))))
+        ridge = base.transform_filter("datum.what == 'ridge'")
+        ridge_dot = ridge.mark_point(shape="diamond", size=90, filled=True, color=colour("muted")).encode(x=x, y=y)
+        ridge_text = ridge.transform_calculate(label="'ridge: ' + format(datum.tokens, '.0f') + ' tokens'") \
+            .mark_text(dy=16, align="left", dx=6).encode(x=x, y=y, text="label:N")
+        moving = base.transform_filter("datum.what == 'prefill' || datum.what == 'decode'")
+        tooltip = [alt.Tooltip("what:N", title="phase"), alt.Tooltip("tokens:Q", title="tokens per pass"),
+                   alt.Tooltip("ms:Q", title="step (ms)", format=",.2f")]
+        dots = moving.mark_point(size=140, filled=True, opacity=1, color=colour("fg")).encode(
+            x=x, y=y, shape=alt.Shape("what:N", title="Phase", scale=alt.Scale(domain=["prefill", "decode"])),
+            tooltip=tooltip)
+        labels = moving.mark_text(dx=8, dy=-12, align="left").encode(x=x, y=y, text="what:N")
+        return (alt.layer(guides, step, ridge_dot, ridge_text, dots, labels)
+                .resolve_scale(color="shared").add_params(*slider_params(sliders)).properties(height=320))
+
+    def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
+        p, b = sliders["prompt"].default, sliders["batch"].default
+        rows = []
+        for label, mask in [(f"Decode, batch {b:g}", rows_at(cols, sliders, {"batch": b}, what="decode")),
+                            ("Ridge", cols["what"] == "ridge"),
+                            (f"Prefill, {p:g}-token prompt", rows_at(cols, sliders, {"prompt": p}, what="prefill"))]:
+            tokens, ms = cols["tokens"][mask][0], cols["ms"][mask][0]
+            st = roofline.step_time(r.acc, r.target, r.cards, tokens)
+            bound = "compute" if bool(st.compute_bound) else "bandwidth"
+            rows.append([label, f"{tokens:,.0f}", f"{ms:,.2f}", bound])
+        return TableView(caption=f"Step time of {r.target.name} on {r.cards} × {r.acc.name}",
+                         headers=["Point", "Tokens per pass", "Step time (ms)", "Bound by"], rows=rows)
+
+    description = ("Log-log chart of step time against tokens per pass for {target} on {cards} × {acc}: flat at "
+                   "{floor}, the time to read the weights, up to about {ridge} tokens, then rising in proportion "
+                   "to the tokens as arithmetic takes over.")
+
+    def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
+        floor = float(roofline.step_time(r.acc, r.target, r.cards, 1).seconds) * 1e3
+        return {"target": r.target.name, "cards": f"{r.cards}", "acc": r.acc.name, "floor": f"{floor:.1f} ms",
+                "ridge": f"{roofline.ridge_tokens(r.acc, r.target):.0f}"}
+
+def _legend_expr() -> str:
+    """Readable legend labels for the short `what` codes."""
+    cases = " : ".join(f"datum.label == '{k}' ? '{v}'" for k, v in LINES.items())
+    return f"{cases} : datum.label"

@@ -1,0 +1,383 @@
+"""Inline numbers: `{{ E(a, 4) | .1f }}` in Markdown becomes the model's value, formatted.
+
+An expression may call the vocabulary (explainer_gen/vocabulary/), whose grouped terms read as
+attributes (`chen.c`, `chen.speedup(0)`; `a.b` without a call is `a.b()`), and name the page's
+sliders; it is evaluated over every slider position and scenario variant it depends on, so the
+page can update it in place without a server. Format specs are Python's, optionally followed by
+a unit or by a noun that agrees with the number (`{{ n | d request }}`: "1 request", "54 requests").
+
+An expression may also choose between phrases, `{{ "twice" if r < 2.05 else "more than twice" }}`;
+the choice is made at every position too, so the words change with the sliders.
+"""
+from __future__ import annotations
+
+from ..render.markup import esc
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from models.yamlsource import SourceError, closest
+
+from .timing import Timing
+from ..sources.controls import Slider
+from ..sources.scan import prose_matches
+
+# `{{ expression }}` or `{{ expression | format }}`; never spans lines.
+INLINE = re.compile(r"\{\{(?P<body>[^{}\n]*?)\}\}")
+
+# Unit suffix -> factor applied to the SI value, and the text shown after the number.
+UNITS: dict[str, tuple[float, str]] = {
+    "s": (1.0, "\u00a0s"), "ms": (1e3, "\u00a0ms"), "us": (1e6, "\u00a0µs"), "µs": (1e6, "\u00a0µs"),
+    "B": (1.0, "\u00a0bytes"), "KB": (1e-3, "\u00a0KB"), "MB": (1e-6, "\u00a0MB"), "GB": (1e-9, "\u00a0GB"),
+    "TB": (1e-12, "\u00a0TB"), "KiB": (1 / 1024, "\u00a0KiB"), "GiB": (1 / 2**30, "\u00a0GiB"),
+    "GB/s": (1e-9, "\u00a0GB/s"), "TB/s": (1e-12, "\u00a0TB/s"), "TFLOP/s": (1e-12, "\u00a0TFLOP/s"),
+    "x": (1.0, "×"), "%": (100.0, "%"),
+}
+_COMPARE: dict[type, Callable] = {ast.Eq: np.equal, ast.NotEq: np.not_equal, ast.Lt: np.less,
+                                  ast.LtE: np.less_equal, ast.Gt: np.greater, ast.GtE: np.greater_equal}
+_ALLOWED = (ast.Expression, ast.Call, ast.Name, ast.Attribute, ast.Load, ast.Constant, ast.BinOp, ast.UnaryOp,
+            ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.FloorDiv, ast.USub, ast.UAdd, ast.keyword,
+            # choices: `"a" if x < 1 else "b"`, with comparisons joined by and, or, not
+            ast.IfExp, ast.Compare, ast.BoolOp, ast.And, ast.Or, ast.Not, *_COMPARE)
+
+# A noun after the format: lowercase words ("request", "draft step"), or both forms spelt out
+# ("child/children", "KV head/KV heads"), which must begin with the same letter.
+_WORDS = r"[a-z]+(?:-[a-z]+)*(?: [a-z]+(?:-[a-z]+)*)*"
+_NOUN = re.compile(_WORDS)
+_FORMS = re.compile(r"(?P<one>[A-Za-z][A-Za-z-]*(?: [A-Za-z-]+)*)/(?P<many>[A-Za-z][A-Za-z-]*(?: [A-Za-z-]+)*)")
+
+
+def plural(noun: str) -> str:
+    """English plural of a regular noun; in a phrase of several words, the last one changes."""
+    head, _, last = noun.rpartition(" ")
+    if last.endswith(("s", "x", "z", "ch", "sh")):
+        last += "es"
+    elif last.endswith("y") and last[-2:-1] not in ("a", "e", "i", "o", "u", ""):
+        last = last[:-1] + "ies"
+    else:
+        last += "s"
+    return f"{head} {last}" if head else last
+
+
+def _edits(a: str, b: str) -> int:
+    """Levenshtein distance: insertions, deletions and substitutions turning a into b."""
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
+    return row[-1]
+
+
+def looks_like_unit(word: str) -> bool:
+    """Whether a word is within a letter of a unit, within two letters of a longer unit with the
+    same first letter, or a unit with a letter or two added ("mss", "msec", "gb", "tflops", "sec"):
+    such a word is taken for a misspelt unit, not a noun."""
+    w = word.lower()
+    for unit in UNITS:
+        u = unit.lower()
+        d = _edits(w, u)
+        if d <= 1 or (d == 2 and (len(u) >= 2 and w[:1] == u[:1] or w.startswith(u))):
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class Format:
+    spec: str
+    factor: float
+    suffix: str
+    one: str = ""    # a noun after the number: its singular, shown only when the number reads "1"
+    many: str = ""   # and its plural, shown otherwise ("0 requests", "1.0 requests")
+    given: bool = True  # whether the author wrote a format at all
+
+    def __call__(self, value: float) -> str:
+        value = value * self.factor
+        if self.spec.endswith(("d", "n")):  # integer formats: round first
+            value = int(round(value))
+        number = format(value, self.spec)
+        if self.one:
+            return number + "\u00a0" + (self.one if number == "1" else self.many)
+        return number + self.suffix
+
+
+def _unit_hint(word: str) -> str:
+    """The nearest units by spelling, ignoring case ('gb' -> 'GB'), then all of them."""
+    near = sorted((d, unit) for unit in UNITS if (d := _edits(word.lower(), unit.lower())) <= 2)
+    if not near:
+        return closest(word, list(UNITS))
+    return f"did you mean {' or '.join(repr(u) for _, u in near[:3])}? valid: {', '.join(UNITS)}"
+
+
+def _noun_error(path: str, line: int, unit: str, text: str) -> SourceError:
+    return SourceError(path, line, f"unknown unit {unit!r} in format {text!r}; {_unit_hint(unit)}. "
+                       "If you meant a noun to count, write both forms, singular/plural, as in "
+                       "'d set/sets' or 'd KV head/KV heads': a bare noun must be lowercase words, none "
+                       "within a letter or two of a unit")
+
+
+def parse_format(text: str, path: str, line: int) -> Format:
+    text = text.strip()
+    if not text:
+        return Format(".3g", 1.0, "", given=False)
+    spec, _, unit = text.partition(" ")
+    unit = unit.strip()
+    if spec in UNITS and not unit:  # just a unit: default precision
+        spec, unit = "", spec
+    one = many = ""
+    if unit and unit not in UNITS:
+        forms = _FORMS.fullmatch(unit)
+        if forms and forms["one"][0].lower() == forms["many"][0].lower():
+            one, many = forms["one"], forms["many"]
+        elif _NOUN.fullmatch(unit) and not any(looks_like_unit(w) for w in [unit, *unit.split()]):
+            one, many = unit, plural(unit)
+        else:
+            raise _noun_error(path, line, unit, text)
+    if one and not spec:
+        raise SourceError(path, line, f"the noun {one!r} in format {text!r} needs a number format before it, "
+                          f"such as 'd {unit}' or ',d {unit}'")
+    factor, suffix = UNITS.get(unit, (1.0, ""))
+    spec = spec or ".3g"
+    try:
+        format(1 if spec.endswith(("d", "n")) else 1.5, spec)
+    except (ValueError, TypeError) as exc:
+        if not unit and (_NOUN.fullmatch(spec) or _FORMS.fullmatch(spec)):
+            raise SourceError(path, line, f"format {text!r} is neither a format spec nor a unit; a noun needs "
+                              f"a number format before it, such as 'd {spec}', and a unit is one of: "
+                              f"{', '.join(UNITS)}") from None
+        raise SourceError(path, line, f"invalid format spec {spec!r}: {exc}; "
+                          f"use a Python format such as .1f, .0f, ,.0f or .2%, then an optional unit "
+                          f"or noun") from None
+    return Format(spec, factor, suffix, one, many)
+
+
+@dataclass(frozen=True)
+class Inline:
+    """One `{{ ... }}` occurrence in the source."""
+
+    line: int
+    start: int
+    end: int
+    expr: str
+    fmt: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.expr, self.fmt)
+
+
+def split_body(body: str) -> tuple[str, str]:
+    """`expression | format` at the first bar outside quotes, so a phrase may hold a bar."""
+    quote = None
+    for i, ch in enumerate(body):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "|":
+            return body[:i].strip(), body[i + 1:].strip()
+    return body.strip(), ""
+
+
+def find_inline(lines: list[str], skip: set[int]) -> Iterator[Inline]:
+    """Every inline number outside fenced blocks (`skip`, 0-based) and code spans."""
+    for line, m in prose_matches(lines, skip, INLINE, "{{"):
+        expr, fmt = split_body(m.group("body"))
+        yield Inline(line, m.start(), m.end(), expr, fmt)
+
+
+@dataclass(frozen=True)
+class Expr:
+    tree: ast.Expression
+    names: tuple[str, ...]   # slider names it depends on, in page order
+    calls: frozenset[str]    # vocabulary terms it uses: called, or read as attributes ("chen.c")
+
+
+def dotted(node: ast.AST) -> str | None:
+    """`chen.c` for the attribute chain chen.c; None for anything else (such as `f(x).c`)."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else None
+
+
+def _unknown_term(name: str, text: str, functions: set[str], what: str) -> str:
+    members = sorted(f for f in functions if f.startswith(name + "."))
+    if members:  # chen('c') written for chen.c
+        return (f"{name!r} in {{{{ {text} }}}} is a group of terms, not a function: write one of "
+                f"{', '.join(members)} (as in {members[0]} or {members[0]}(...))")
+    return f"unknown {what} {name!r} in {{{{ {text} }}}}; {closest(name, sorted(functions))}"
+
+
+def parse_expr(text: str, functions: set[str], sliders: dict[str, Slider], path: str, line: int) -> Expr:
+    if not text:
+        raise SourceError(path, line, "empty inline number {{ }}")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as exc:
+        raise SourceError(path, line, f"inline number {text!r} is not a valid expression: {exc.msg}") from None
+    used, calls = set(), set()
+    inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}  # parts of a longer chain
+    for node in ast.walk(tree):
+        if not isinstance(node, _ALLOWED):
+            raise SourceError(path, line, f"inline number {text!r}: {type(node).__name__} is not allowed; "
+                              "use numbers, slider names, + - * / ** and calls, or choose a phrase with "
+                              "\"a\" if condition else \"b\" (conditions compare with < <= > >= == != "
+                              "and join with and, or, not)")
+        if id(node) in inner:
+            continue
+        if isinstance(node, ast.Attribute):
+            name = dotted(node)
+            if name is None:
+                raise SourceError(path, line, f"inline number {text!r}: only a vocabulary term may be written "
+                                  f"with a dot ({ast.unparse(node)} is not one)")
+            if name not in functions:
+                raise SourceError(path, line, _unknown_term(name, text, functions, "name"))
+            calls.add(name)
+        elif isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute):
+                continue  # the chain is checked as an Attribute
+            if not isinstance(node.func, ast.Name) or node.func.id not in functions:
+                name = getattr(node.func, "id", ast.unparse(node.func))
+                raise SourceError(path, line, _unknown_term(name, text, functions, "function"))
+            calls.add(node.func.id)
+        elif isinstance(node, ast.Name) and node.id not in functions:
+            if node.id not in sliders:
+                raise SourceError(path, line, f"unknown name {node.id!r} in {{{{ {text} }}}}; "
+                                  f"{closest(node.id, list(sliders) + sorted(functions))}")
+            used.add(node.id)
+        elif isinstance(node, ast.Constant) and not isinstance(node.value, (int, float, str)):
+            raise SourceError(path, line, f"inline number {text!r}: only numbers and strings may be literals")
+    return Expr(tree, tuple(n for n in sliders if n in used), frozenset(calls))
+
+
+class ChoiceError(ValueError):
+    """A choice whose outcomes are not all phrases or all numbers."""
+
+
+def is_text(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, np.ndarray) and value.dtype.kind in "US")
+
+
+def evaluate(expr: Expr, env: dict[str, Any]) -> Any:
+    def ev(node: ast.AST) -> Any:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name):
+            return env[node.id]
+        if isinstance(node, ast.Attribute):  # a grouped term read as a value: chen.c is chen.c()
+            return env[dotted(node)]()
+        if isinstance(node, ast.UnaryOp):
+            v = ev(node.operand)
+            if isinstance(node.op, ast.Not):
+                return np.logical_not(v)
+            return -v if isinstance(node.op, ast.USub) else v
+        if isinstance(node, ast.Compare):  # a < b <= c: every link holds
+            left, result = ev(node.left), True
+            for op, right_node in zip(node.ops, node.comparators):
+                right = ev(right_node)
+                result = np.logical_and(result, _COMPARE[type(op)](left, right))
+                left = right
+            return result
+        if isinstance(node, ast.BoolOp):
+            join = np.logical_and if isinstance(node.op, ast.And) else np.logical_or
+            values = [ev(v) for v in node.values]
+            result = values[0]
+            for v in values[1:]:
+                result = join(result, v)
+            return result
+        if isinstance(node, ast.IfExp):  # both outcomes are computed; the condition picks, everywhere
+            test, body, orelse = ev(node.test), ev(node.body), ev(node.orelse)
+            if is_text(body) != is_text(orelse):
+                text, number = (node.body, node.orelse) if is_text(body) else (node.orelse, node.body)
+                raise ChoiceError(f"one outcome is a phrase ({ast.unparse(text)}) and the other a number "
+                                  f"({ast.unparse(number)}); make both phrases, or both numbers")
+            if is_text(test):
+                raise ChoiceError(f"the condition {ast.unparse(node.test)} is a phrase; compare it, "
+                                  "as in name('target') == 'Llama 3 70B'")
+            return np.where(test, body, orelse)
+        if isinstance(node, ast.BinOp):
+            left, right = ev(node.left), ev(node.right)
+            ops: dict[type, Callable] = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply,
+                                         ast.Div: np.true_divide, ast.Pow: np.power, ast.FloorDiv: np.floor_divide}
+            return ops[type(node.op)](left, right)
+        if isinstance(node, ast.Call):
+            fn = env[dotted(node.func)]
+            return fn(*[ev(a) for a in node.args], **{k.arg: ev(k.value) for k in node.keywords})
+        raise AssertionError(node)
+    with np.errstate(all="ignore"):
+        return ev(expr.tree)
+
+
+@dataclass
+class NumberResult:
+    """The formatted value at every position of the dimensions it depends on."""
+
+    id: str
+    deps: list[str]          # "scenario" and/or slider names, outermost first
+    texts: list[str]         # flattened in C order over `deps`
+    default: str
+
+    def span(self) -> str:
+        attrs = f' data-eg-num="{esc(self.id)}"' if self.deps else ""
+        return f'<span class="eg-num"{attrs}>{esc(self.default)}</span>'
+
+
+def compute_number(item: Inline, number_id: str, expr: Expr, fmt: Format, sliders: dict[str, Slider],
+                   envs: list[dict[str, Any]], path: str, default_env: int = 0,
+                   timing: Timing | None = None) -> NumberResult:
+    """Evaluate over the sliders the expression names and every scenario env given.
+
+    `envs` are in the browser's scenario order; `default_env` is the page's default among them.
+    """
+    timing = timing or Timing()
+    axes = [sliders[n] for n in expr.names]
+    shape = [s.count for s in axes]
+    per_scenario = []
+    for env in envs:
+        scope = dict(env)
+        for i, s in enumerate(axes):
+            scope[s.name] = s.values().reshape([-1 if j == i else 1 for j in range(len(axes))])
+        try:
+            with timing.in_models():
+                raw = evaluate(expr, scope)
+        except ChoiceError as exc:
+            raise SourceError(path, item.line, f"inline choice {{{{ {item.expr} }}}}: {exc}") from None
+        except (TypeError, ValueError) as exc:
+            raise SourceError(path, item.line, f"inline number {{{{ {item.expr} }}}} failed: {exc}") from None
+        if is_text(raw):  # a phrase, or a name from the scenario such as the accelerator's
+            if fmt.given:
+                raise SourceError(path, item.line, f"inline phrase {{{{ {item.expr} | {item.fmt} }}}} is text, "
+                                  f"so it takes no format; drop '| {item.fmt}'")
+            per_scenario.append([str(t) for t in np.broadcast_to(np.asarray(raw), shape).ravel().tolist()])
+            continue
+        if np.asarray(raw).dtype == bool:
+            raise SourceError(path, item.line, f"inline number {{{{ {item.expr} }}}} is a condition, true or "
+                              "false; to show words by it, write \"a\" if condition else \"b\"")
+        try:
+            value = np.broadcast_to(np.asarray(raw, dtype=float), shape)
+        except (TypeError, ValueError) as exc:
+            raise SourceError(path, item.line, f"inline number {{{{ {item.expr} }}}} failed: {exc}") from None
+        bad = ~np.isfinite(value)
+        if bad.any():
+            pos = np.unravel_index(int(np.argmax(bad)), shape) if shape else ()
+            where = ", ".join(f"{s.name}={s.values()[p]:g}" for s, p in zip(axes, pos)) or "its only value"
+            raise SourceError(path, item.line, f"inline number {{{{ {item.expr} }}}} is {value[pos]} at {where}"
+                              f"{' under scenario ' + env['__scenario__'] if len(envs) > 1 else ''}")
+        per_scenario.append([fmt(v) for v in value.ravel().tolist()])
+    default_index = int(np.ravel_multi_index([s.index_of(s.default) for s in axes], shape)) if axes else 0
+    default = per_scenario[default_env][default_index]
+    varies_by_scenario = any(t != per_scenario[0] for t in per_scenario[1:])
+    deps = (["scenario"] if varies_by_scenario else []) + list(expr.names)
+    texts = [t for block in (per_scenario if varies_by_scenario else per_scenario[:1]) for t in block]
+    if len(set(texts)) == 1:
+        deps = []
+    return NumberResult(number_id, deps, texts if deps else [default], default)

@@ -1,0 +1,230 @@
+"""One Markdown page: its front matter controls, its figure fences, its inline numbers.
+
+Everything an author can get wrong is checked here, before MkDocs writes a byte, and
+reported as a SourceError with the file and line.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+from models.catalogue import Catalogue
+from models.yamlsource import SourceError, SourceMap, closest, load_yaml
+
+from ..render import mathml
+from .artifacts import FigureArtifacts, FigureRequest
+from ..sources.controls import SCENARIO_FIELDS, Scenario, Slider, check_scenario_value, default_scenario, expect_mapping, parse_scenario, parse_sliders
+from .figures import REGISTRY
+from .timing import Timing
+from .numbers import Expr, NumberResult, compute_number, find_inline, parse_expr, parse_format
+from .vocabulary import scenario_free, vocabulary
+from ..sources.markdown import CHECKED_FENCES, FENCE_NAME, Fence, scan_fences, split_front_matter  # noqa: F401
+
+FIGURE_KEYS = ("figure", "caption", "scenario", "sliders")
+PAGE_KEYS = ("scenario", "switch", "sliders")
+
+
+@dataclass
+class PageControls:
+    scenario: Scenario
+    switch: dict[str, list[Any]]
+    sliders: dict[str, Slider]
+    lines: dict[str, int] = field(default_factory=dict)  # slider name -> its front-matter line
+
+    def identity(self) -> dict:
+        """Everything about the controls that decides a number's values, for cache keys."""
+        return {"scenario": vars(self.scenario), "switch": self.switch,
+                "sliders": [vars(s) for s in self.sliders.values()]}
+
+    def variants(self) -> list[Scenario]:
+        """The default scenario first, then every switch combination (outermost field first)."""
+        combos = [replace(self.scenario, **dict(zip(self.switch, values)))
+                  for values in itertools.product(*self.switch.values())]
+        return [self.scenario] + [c for c in combos if c != self.scenario]
+
+    def grid(self) -> list[Scenario]:
+        """Every switch combination in C order, the order the browser indexes them in."""
+        return [replace(self.scenario, **dict(zip(self.switch, values)))
+                for values in itertools.product(*self.switch.values())] or [self.scenario]
+
+
+def parse_controls(meta: Any, path: str, catalogue: Catalogue) -> PageControls:
+    raw = meta.get("explainer") if isinstance(meta, dict) else None
+    if raw is None:
+        return PageControls(default_scenario(catalogue), {}, {})
+    line = meta.line_of("explainer") if isinstance(meta, SourceMap) else 1
+    raw = expect_mapping(raw, path, line, "the page's explainer settings", PAGE_KEYS)
+    scenario = parse_scenario(raw.get("scenario"), path, raw.line_of("scenario"), default_scenario(catalogue), catalogue)
+    switch: dict[str, list[Any]] = {}
+    if raw.get("switch") is not None:
+        sw = expect_mapping(raw["switch"], path, raw.line_of("switch"), "switch", SCENARIO_FIELDS)
+        for key, values in sw.items():
+            if not isinstance(values, list) or not values:
+                raise SourceError(path, sw.line_of(key), f"switch {key} must be a non-empty list of choices")
+            switch[key] = [check_scenario_value(key, v, catalogue, path, sw.line_of(key)) for v in values]
+            if getattr(scenario, key) not in switch[key]:
+                raise SourceError(path, sw.line_of(key), f"switch {key} must include the page's default "
+                                  f"{getattr(scenario, key)!r}")
+    sliders = parse_sliders(raw.get("sliders"), path, raw.line_of("sliders"), {})
+    lines = {name: raw["sliders"].line_of(name) for name in sliders}  # a mapping: parse_sliders checked it
+    return PageControls(scenario, switch, sliders, lines)
+
+
+@dataclass
+class FigureOnPage:
+    fence: Fence
+    anchor: str
+    request: FigureRequest
+    artifacts: FigureArtifacts
+    scenario_map: dict[str, str]  # page scenario key -> this figure's data key
+
+
+@dataclass
+class PageBuild:
+    path: str
+    controls: PageControls
+    figures: list[FigureOnPage] = field(default_factory=list)
+    numbers: dict[tuple[str, str], NumberResult] = field(default_factory=dict)
+
+    @property
+    def live(self) -> bool:
+        """Whether the page needs the loader: a figure, or a number that can change."""
+        return bool(self.figures) or any(n.deps for n in self.numbers.values())
+
+    def figure_data_bytes(self) -> int:
+        """Gzip bytes of figure data the page loads by default."""
+        return sum(f.artifacts.sizes[f.artifacts.default] for f in self.figures)
+
+    def shown_by_figures(self) -> set[str]:
+        """The sliders that some figure on the page draws a control for."""
+        return {name for fig in self.figures for name in fig.request.sliders}
+
+    def page_sliders(self) -> list[Slider]:
+        """The page's sliders that no figure shows but a number moves with: the page root draws
+        their controls, or nothing on the page could move them."""
+        shown = self.shown_by_figures()
+        moving = {dep for n in self.numbers.values() for dep in n.deps}
+        return [s for name, s in self.controls.sliders.items() if name not in shown and name in moving]
+
+
+def parse_figure(fence: Fence, path: str, controls: PageControls, catalogue: Catalogue) -> tuple[FigureRequest, dict[str, str]]:
+    raw = load_yaml(fence.body, path, fence.body_line)
+    raw = expect_mapping(raw, path, fence.line, f"the {FENCE_NAME} fence", FIGURE_KEYS)
+    if "figure" not in raw:
+        raise SourceError(path, raw.line, f"the {FENCE_NAME} fence needs a 'figure' key; "
+                          f"valid figures: {', '.join(sorted(REGISTRY))}")
+    name = raw["figure"]
+    if name not in REGISTRY:
+        raise SourceError(path, raw.line_of("figure"), f"unknown figure {name!r}; {closest(str(name), sorted(REGISTRY))}")
+    kind = REGISTRY[name]
+    caption = raw.get("caption", kind.title)
+    if not isinstance(caption, str):
+        raise SourceError(path, raw.line_of("caption"), f"caption must be text, got {caption!r}")
+    # A figure's sliders start from its kind's defaults, then the page's, then the fence's own.
+    base = {n: controls.sliders.get(n, s) for n, s in kind.sliders.items()}
+    sliders = parse_sliders(raw.get("sliders"), path, raw.line_of("sliders"), base, allowed=tuple(kind.sliders))
+    pinned = parse_scenario(raw.get("scenario"), path, raw.line_of("scenario"), default_scenario(catalogue), catalogue)
+    pinned_fields = {k: getattr(pinned, k) for k in (raw.get("scenario") or {})}
+    own = [replace(s, **pinned_fields) for s in controls.variants()]
+    variants = list(dict.fromkeys(own))
+    scenario_map = {page.key: replace(page, **pinned_fields).key for page in controls.grid()}
+    request = FigureRequest(name, sliders, tuple(variants), caption, path, fence.line)
+    return request, scenario_map
+
+
+def _no_memory(identity: dict, make: Callable[[], NumberResult]) -> NumberResult:
+    return make()
+
+
+def build_page(source: str, path: str, catalogue: Catalogue,
+               make_figure: Callable[[FigureRequest], FigureArtifacts], budget_bytes: int,
+               remember: Callable[[dict, Callable[[], NumberResult]], NumberResult] = _no_memory,
+               timing: Timing | None = None) -> PageBuild:
+    """Check and compute one page. `remember(identity, make)` may serve numbers from a cache;
+    `timing` counts the time its numbers spend in the models."""
+    front, offset = split_front_matter(source)
+    meta = load_yaml(front, path, 2) if front is not None else {}
+    if front is not None and meta is not None and not isinstance(meta, dict):
+        raise SourceError(path, 2, "front matter must be a YAML mapping")
+    controls = parse_controls(meta or {}, path, catalogue)
+    lines = source.split("\n")
+    try:
+        fences, inside = scan_fences(lines)
+    except SourceError as exc:
+        raise SourceError(path, exc.line, exc.message) from None
+    inside.update(range(offset))
+    page = PageBuild(path, controls)
+
+    for fence in fences:
+        if fence.lang == mathml.FENCE["name"]:
+            try:
+                mathml.to_mathml(fence.body)
+            except mathml.MathError as exc:  # at the formula's own line when it is known
+                raise SourceError(path, fence.body_line + exc.line - 1 if exc.line else fence.line, str(exc)) from None
+    anchors: dict[str, int] = {}
+    for fence in (f for f in fences if f.lang == FENCE_NAME):
+        request, scenario_map = parse_figure(fence, path, controls, catalogue)
+        n = anchors[request.kind] = anchors.get(request.kind, 0) + 1
+        anchor = f"fig-{request.kind}" + (f"-{n}" if n > 1 else "")
+        page.figures.append(FigureOnPage(fence, anchor, request, make_figure(request), scenario_map))
+        size = page.figure_data_bytes()
+        if size > budget_bytes:
+            raise SourceError(path, fence.line, f"figure data on this page would be {size / 1000:.1f} KB gzip, "
+                              f"over the budget of {budget_bytes / 1000:.0f} KB; use fewer slider positions "
+                              "or scenario choices")
+
+    envs = []
+    for scenario in controls.grid():
+        env = vocabulary(scenario.resolve(catalogue), catalogue)
+        env["__scenario__"] = scenario.key
+        envs.append(env)
+    functions = {k for k in envs[0] if not k.startswith("__")}
+    unscoped = vocabulary(None, catalogue)  # bound without a scenario: only scenario-free terms run
+    default_env = controls.grid().index(controls.scenario)
+    named: set[str] = set()  # the sliders inline numbers name
+    for item in find_inline(lines, inside):
+        if item.key in page.numbers:
+            continue
+        expr: Expr = parse_expr(item.expr, functions, controls.sliders, path, item.line)
+        named.update(expr.names)
+        fmt = parse_format(item.fmt, path, item.line)
+        number_id = f"n{len(page.numbers)}"
+        identity = {"expr": item.expr, "fmt": item.fmt, "id": number_id, "controls": controls.identity()}
+        # A number whose terms all declare no scenario needs one evaluation, and is given none to read.
+        free = scenario_free(expr.calls)
+        page.numbers[item.key] = remember(identity, lambda: compute_number(
+            item, number_id, expr, fmt, controls.sliders, [unscoped] if free else envs, path,
+            0 if free else default_env, timing))
+    check_sliders_used(page, named)
+    return page
+
+
+def check_sliders_used(page: PageBuild, named: set[str]) -> None:
+    """A page slider that no figure shows and no inline number names is an author's mistake:
+    nothing would show it, and nothing would move with it."""
+    shown = page.shown_by_figures()
+    for name in page.controls.sliders:
+        if name in shown or name in named:
+            continue
+        kinds = sorted(k for k, kind in REGISTRY.items() if name in kind.sliders)
+        raise SourceError(page.path, page.controls.lines.get(name, 1),
+                          f"slider {name!r} is declared but nothing on the page uses it; name it in an inline "
+                          f"number such as {{{{ {name} }}}}"
+                          + (f", show it with a figure that has it ({', '.join(kinds)})" if kinds else "")
+                          + ", or remove it")
+
+
+def substitute_numbers(markdown: str, page: PageBuild, path: str) -> str:
+    """Replace each inline number in `markdown` (as MkDocs hands it over) with its span."""
+    lines = markdown.split("\n")
+    _, inside = scan_fences(lines)
+    out = lines[:]
+    for item in reversed(list(find_inline(lines, inside))):
+        result = page.numbers.get(item.key)
+        if result is None:  # another plugin added it after our checks ran
+            raise SourceError(path, item.line, f"inline number {{{{ {item.expr} }}}} was not in the source file")
+        i = item.line - 1
+        out[i] = out[i][:item.start] + result.span() + out[i][item.end:]
+    return "\n".join(out)

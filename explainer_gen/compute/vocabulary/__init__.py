@@ -1,0 +1,36 @@
+"""The terms an author may call in an inline number, one module per topic, in one registry.
+
+Every term declares where it is defined what it reads besides its arguments (`registry.py`):
+the page's scenario, the catalogue, or nothing. Whether a number varies with the scenario switch
+follows from those declarations, and a number that calls only scenario-free terms is evaluated
+in the vocabulary bound without a scenario, so it cannot read one.
+
+Every term broadcasts over numpy arrays, so one call covers a whole slider grid. Quantities are
+in SI units (seconds, bytes, FLOP/s); the format spec converts.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from models.catalogue import Catalogue
+
+from ...sources.controls import Resolved
+from . import arithmetic, batching, kv, papers, roofline, sampler, scenario, speculative
+from .registry import DEPENDENCIES, Registry, Term, TermError, Topic
+
+TOPICS = (scenario.topic, roofline.topic, speculative.topic, batching.topic, kv.topic, papers.topic,
+          sampler.topic, arithmetic.topic)
+REGISTRY = Registry(*TOPICS)
+
+__all__ = ["DEPENDENCIES", "REGISTRY", "Registry", "Term", "TermError", "Topic", "scenario_free", "vocabulary"]
+
+
+def vocabulary(r: Resolved | None, catalogue: Catalogue) -> dict[str, Callable]:
+    """Name -> function for inline numbers under scenario `r`; with None, only the terms that
+    read no scenario run (the others raise)."""
+    return REGISTRY.bind(r, catalogue)
+
+
+def scenario_free(names: Iterable[str]) -> bool:
+    """Whether a number calling the terms `names` is the same under every scenario."""
+    return REGISTRY.scenario_free(names)

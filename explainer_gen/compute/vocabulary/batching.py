@@ -1,0 +1,36 @@
+"""Static against continuous batching: the simulated schedulers and their request set."""
+from __future__ import annotations
+
+from models import batching
+
+from ...sources.controls import Resolved
+from .registry import Topic
+
+topic = Topic("batching")
+
+
+@topic.term(depends=("scenario",))
+def static_tps(scenario: Resolved, batch, spread):
+    """Tokens per second of the static scheduler at `batch` slots and output-length `spread`."""
+    return batching.tokens_per_s("static", batch, spread, scenario.acc, scenario.target, scenario.cards)
+
+
+@topic.term(depends=("scenario",))
+def continuous_tps(scenario: Resolved, batch, spread):
+    """Tokens per second of the continuous (iteration-level) scheduler."""
+    return batching.tokens_per_s("continuous", batch, spread, scenario.acc, scenario.target, scenario.cards)
+
+
+@topic.term(depends=())
+def requests() -> int:
+    return batching.N_REQUESTS
+
+
+@topic.term(depends=())
+def mean_tokens() -> int:
+    return batching.MEAN_TOKENS
+
+
+@topic.term(depends=())
+def max_tokens() -> int:
+    return batching.MAX_TOKENS

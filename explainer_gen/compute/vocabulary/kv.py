@@ -1,0 +1,68 @@
+"""KV-cache memory: bytes per token of context, and how many requests the cards hold at once.
+
+`context` is tokens per request, `n` a card count (the scenario's by default), and `draft=1`
+charges a speculative draft's weights and cache as well. Bytes per token come from one formula,
+models.kvcache.bytes_per_token.
+"""
+from __future__ import annotations
+
+from models import kvcache
+from models.catalogue import Catalogue
+
+from ...sources.controls import Resolved
+from .registry import Topic
+from .scenario import model
+
+topic = Topic("kv")
+
+
+def _draft(scenario: Resolved, draft):
+    return scenario.draft if draft else None
+
+
+@topic.term(depends=("scenario",))
+def kv_bytes(scenario: Resolved, which: str = "target") -> float:
+    """Cache bytes one token of context holds in the target (or the draft)."""
+    return kvcache.bytes_per_token(model(scenario, which))
+
+
+@topic.term(depends=("catalogue",))
+def kv_bytes_of(catalogue: Catalogue, key: str) -> float:
+    """The same for any catalogue model, by key: kv_bytes_of("llama-3-8b")."""
+    try:
+        return kvcache.bytes_per_token(catalogue.model(key))
+    except KeyError as exc:  # UnknownKey: fail at the page's line, with the valid keys
+        raise ValueError(str(exc)) from None
+
+
+@topic.term(depends=("scenario",))
+def kv_budget(scenario: Resolved, n=None, draft=0):
+    """Bytes left for cache on `n` cards once the weights are in; negative if they do not fit."""
+    return kvcache.cache_budget(scenario.acc, scenario.target, scenario.cards if n is None else n,
+                                _draft(scenario, draft))
+
+
+@topic.term(depends=("scenario",))
+def kv_slots(scenario: Resolved, context, n=None, draft=0):
+    """Requests of `context` tokens that fit at once on `n` cards."""
+    return kvcache.slots(scenario.acc, scenario.target, scenario.cards if n is None else n, context,
+                         _draft(scenario, draft))
+
+
+@topic.term(depends=("scenario",))
+def draft_slots(scenario: Resolved, context, n=None):
+    """Slots the draft costs: its weights and its own cache."""
+    return kvcache.draft_cost(scenario.acc, scenario.target, scenario.draft,
+                              scenario.cards if n is None else n, context)
+
+
+@topic.term(depends=("scenario",))
+def kv_min_cards(scenario: Resolved, context, draft=0):
+    """The fewest cards on which one request of `context` tokens fits."""
+    return kvcache.min_cards(scenario.acc, scenario.target, context, _draft(scenario, draft))
+
+
+@topic.term(depends=())
+def kv_reserve() -> float:
+    """Share of HBM held back from the cache."""
+    return kvcache.RESERVE

@@ -1,0 +1,175 @@
+"""Terms, the functions an inline number may call, each declared with what it reads.
+
+A term is a function defined in one of this package's topic modules and registered there with
+`@topic.term(depends=...)`. `depends` is required, and it names everything the function is handed
+besides the arguments written in the expression; nothing else reaches it:
+
+- `"scenario"`: the page's resolved scenario (accelerator, cards, target, draft), passed as the
+  first parameter, which must be called `scenario`. A number calling such a term is computed once
+  for every choice the page's scenario switch offers.
+- `"catalogue"`: the site's whole catalogue (any accelerator or model, by key), passed as a
+  parameter called `catalogue`. It is the same under every scenario.
+- `()`: nothing; the value follows from the arguments alone.
+
+The declaration is checked against the function when it is registered, that is when the
+vocabulary is imported, so a wrong one fails the build before any page is read: the leading
+parameters must be exactly the declared ones, no other parameter may be called `scenario` or
+`catalogue`, and the function may not be a closure or be defined inside another function (the
+way the old vocabulary's `lambda: acc.ridge` read the scenario it was built in). The only way for
+a term to read the scenario is therefore to declare it. A number that calls only scenario-free
+terms is evaluated once, in the vocabulary bound without a scenario (`Registry.bind(None, ...)`),
+where any term that declares the scenario refuses to run.
+
+A term defined inside a class is named by its qualified name, `chen.c` for `c` in `class chen`:
+the class is only a namespace, never instantiated, and the expression writes `chen.c` or
+`chen.speedup(0)` (see numbers.py: `a.b` without a call is `a.b()`).
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from models.yamlsource import SourceError
+
+SCENARIO = "scenario"
+CATALOGUE = "catalogue"
+DEPENDENCIES = (SCENARIO, CATALOGUE)  # in the order a term's leading parameters take them
+
+_REPO = Path(__file__).resolve().parents[3]
+
+
+class TermError(SourceError):
+    """A term whose declaration does not match its function, at the function's file and line."""
+
+
+def _where(fn: Callable) -> tuple[str, int]:
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return f"<{getattr(fn, '__name__', fn)!s}>", 1
+    path = Path(code.co_filename)
+    try:
+        path = path.resolve().relative_to(_REPO)
+    except ValueError:
+        pass
+    return path.as_posix(), code.co_firstlineno
+
+
+@dataclass(frozen=True)
+class Term:
+    name: str                  # as written in an expression: "step", "chen.c"
+    fn: Callable
+    depends: tuple[str, ...]   # a subsequence of DEPENDENCIES
+    topic: str                 # the module that defines it
+
+    @property
+    def scenario_free(self) -> bool:
+        return SCENARIO not in self.depends
+
+    def bind(self, scenario: Any, catalogue: Any) -> Callable:
+        """The function an expression calls: `fn` with what it declared filled in. Without a
+        scenario (None), a term that declares one is a function that refuses to run."""
+        if not self.depends:
+            return self.fn
+        if SCENARIO in self.depends and scenario is None:
+            return functools.partial(_refuse, self.name)
+        given = {SCENARIO: scenario, CATALOGUE: catalogue}
+        return functools.partial(self.fn, *(given[d] for d in self.depends))
+
+
+def _refuse(name: str, *args, **kwargs):
+    raise ValueError(f"{name}() reads the scenario, but this number was evaluated without one; "
+                     f"the vocabulary's declarations disagree with the page (explainer_gen/vocabulary)")
+
+
+def check(term: Term) -> None:
+    """Fail, at the function's file and line, if the declaration cannot be what the function reads."""
+    fn, name = term.fn, term.name
+    path, line = _where(fn)
+    unknown = [d for d in term.depends if d not in DEPENDENCIES]
+    if unknown or list(term.depends) != [d for d in DEPENDENCIES if d in term.depends]:
+        raise TermError(path, line, f"term {name!r}: depends={term.depends!r}; each dependency is one of "
+                        f"{', '.join(map(repr, DEPENDENCIES))}, listed once and in that order")
+    if isinstance(fn, (np.ufunc, types.BuiltinFunctionType)):
+        if term.depends:
+            raise TermError(path, line, f"term {name!r}: a numpy or builtin function cannot take "
+                            f"{' or '.join(term.depends)}; declare depends=()")
+        return
+    if not isinstance(fn, types.FunctionType):
+        raise TermError(path, line, f"term {name!r} must be a plain function, a numpy ufunc or a builtin, "
+                        f"not {type(fn).__name__}: a bound or partial object may carry a scenario unseen")
+    params = list(inspect.signature(fn).parameters.values())
+    leading = [p.name for p in params[:len(term.depends)]]
+    if leading != list(term.depends) or any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                                            for p in params[:len(term.depends)]):
+        raise TermError(path, line, f"term {name!r} declares depends={term.depends!r}, so its first "
+                        f"parameters must be {', '.join(term.depends)}; it takes ({', '.join(p.name for p in params)})")
+    taken = [p.name for p in params[len(term.depends):] if p.name in DEPENDENCIES]
+    if taken:
+        missing = ", ".join(repr(t) for t in taken)
+        raise TermError(path, line, f"term {name!r} takes a parameter {missing} but does not declare it: "
+                        f"declare depends={tuple(d for d in DEPENDENCIES if d in (*term.depends, *taken))!r} "
+                        f"and take it first, or rename the parameter")
+    if fn.__code__.co_freevars or "<locals>" in fn.__qualname__:
+        held = ", ".join(fn.__code__.co_freevars) or "the variables of the function around it"
+        raise TermError(path, line, f"term {name!r} ({fn.__qualname__}) is defined inside a function and may "
+                        f"read {held} unseen; define it at module level (or in a namespace class) and "
+                        f"declare what it reads with depends=")
+
+
+class Topic:
+    """The terms one module defines."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.terms: dict[str, Term] = {}
+
+    def term(self, name: str | None = None, *, depends: Iterable[str]) -> Callable[[Callable], Callable]:
+        """Register the decorated function as a term, under `name` or its qualified name.
+
+        `depends` has no default: every term says what it reads (see the module's docstring)."""
+        if callable(name):
+            raise TypeError("write @topic.term(depends=...) or @topic.term('name', depends=...): "
+                            "every term declares what it reads")
+
+        def register(fn: Callable) -> Callable:
+            self.add(name or fn.__qualname__.rpartition("<locals>.")[2], fn, depends=depends)
+            return fn
+        return register
+
+    def add(self, name: str, fn: Callable, *, depends: Iterable[str]) -> None:
+        if isinstance(depends, str):  # depends="scenario": a string is not a tuple of names
+            depends = (depends,)
+        term = Term(name, fn, tuple(depends), self.name)
+        check(term)
+        if name in self.terms:
+            path, line = _where(fn)
+            raise TermError(path, line, f"term {name!r} is defined twice in {self.name}")
+        self.terms[name] = term
+
+
+class Registry:
+    """The names an expression may call: every topic's terms, each name defined once."""
+
+    def __init__(self, *topics: Topic):
+        self.terms: dict[str, Term] = {}
+        for topic in topics:
+            for name, term in topic.terms.items():
+                if name in self.terms:
+                    path, line = _where(term.fn)
+                    raise TermError(path, line, f"term {name!r} of {topic.name} is already defined by "
+                                    f"{self.terms[name].topic}")
+                self.terms[name] = term
+
+    def bind(self, scenario: Any, catalogue: Any) -> dict[str, Callable]:
+        """Name -> function for inline numbers under `scenario` (None: scenario-free terms only run)."""
+        return {name: term.bind(scenario, catalogue) for name, term in self.terms.items()}
+
+    def scenario_free(self, names: Iterable[str]) -> bool:
+        """Whether an expression calling `names` reads no scenario: none of them declares one."""
+        return all(self.terms[n].scenario_free for n in names)

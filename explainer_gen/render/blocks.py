@@ -1,0 +1,138 @@
+"""HTML that lands in pages. Every author- or data-supplied string passes through `esc`."""
+from __future__ import annotations
+
+import re
+from typing import Callable, Iterable
+
+from models.catalogue import Catalogue
+
+from ..compute.artifacts import FigureArtifacts
+from ..compute.pages import FigureOnPage, PageBuild
+from ..sources.controls import FIELD, Slider
+from .markup import esc
+
+
+
+def figure_html(fig: FigureOnPage, url: Callable[[str], str], files: dict[str, str]) -> str:
+    """The figure: live view slot, static picture, data table and CSV link.
+
+    `files` maps 'json' and 'csv' to site paths; `url` makes them page-relative. The static
+    picture is inline, one for both schemes: it takes its colours from the page's CSS. Here
+    its frame holds a placeholder that `place_pictures` fills in the finished page, so the
+    picture's thousands of nodes pass through neither Markdown nor the search index.
+    """
+    a = fig.artifacts
+    t = a.table
+    head = "".join(f'<th scope="col">{esc(h)}</th>' for h in t.headers)
+    body = "".join("<tr>" + f'<th scope="row">{esc(r[0])}</th>' + "".join(f"<td>{esc(c)}</td>" for c in r[1:]) + "</tr>"
+                   for r in t.rows)
+    cap_id = f"{fig.anchor}-caption"
+    desc_id = f"{fig.anchor}-desc"
+    return (
+        f'<figure class="eg-figure" id="{esc(fig.anchor)}" aria-labelledby="{cap_id}" '
+        f'data-eg-figure="{esc(url(files["json"]))}">'
+        f'<figcaption id="{cap_id}">{esc(fig.request.caption)}</figcaption>'
+        f'<div class="eg-view" role="group" aria-label="{esc("Interactive chart: " + fig.request.caption)}"'
+        f' aria-describedby="{desc_id}"></div>'
+        f'{picture_frame(a, fig.anchor)}'
+        f'<p class="eg-desc" id="{desc_id}">{esc(a.alt)}</p>'
+        f'{controls_html(fig.request.sliders.values(), fig.anchor)}'
+        f'<details class="eg-data"><summary>Data table</summary>'
+        f'<div class="eg-table-wrap"><table><caption>{esc(t.caption)}</caption><thead><tr>{head}</tr></thead>'
+        f'<tbody>{body}</tbody></table></div>'
+        f'<p class="eg-download"><a href="{esc(url(files["csv"]))}" download>Download every slider position (CSV)</a></p>'
+        f'</details></figure>'
+    )
+
+
+_SVG_ROOT = re.compile(r"<svg\b[^>]*>")
+_IDS = re.compile(r'(\sid="|url\(#|href="#)([^"\)]+)')
+
+
+def picture_placeholder(anchor: str) -> str:
+    return f"<!--eg-picture:{anchor}-->"
+
+
+def picture_frame(a: FigureArtifacts, anchor: str) -> str:
+    """The static picture's frame, with a placeholder for the picture.
+
+    The frame's size follows from the column's width alone, so the browser can skip drawing
+    a picture that is off screen (`content-visibility`) without anything moving.
+    """
+    width, height = a.image_size
+    return (f'<div class="eg-picture" style="aspect-ratio: {width} / {height}; max-width: {width}px">'
+            f'{picture_placeholder(anchor)}</div>')
+
+
+def static_picture(a: FigureArtifacts, anchor: str) -> str:
+    """The figure's static SVG, inlined: one image (`role="img"`) named by the description.
+
+    Its ids get the figure's anchor as a prefix, since several pictures share the page. It
+    scales down with the column and never up, keeping its aspect ratio.
+    """
+    width, height = a.image_size
+    root = (f'<svg class="eg-static" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+            f'width="{width}" height="{height}" preserveAspectRatio="xMinYMin meet" '
+            f'role="img" aria-labelledby="{anchor}-desc" focusable="false">')
+    svg = _IDS.sub(lambda m: m.group(1) + anchor + "-" + m.group(2), a.svg)
+    return _SVG_ROOT.sub(lambda m: root, svg, count=1)
+
+
+def place_pictures(page_html: str, pictures: dict[str, str]) -> str:
+    """The finished page with each figure's placeholder replaced by its picture (anchor -> SVG)."""
+    for anchor, svg in pictures.items():
+        page_html = page_html.replace(picture_placeholder(anchor), svg, 1)
+    return page_html
+
+
+def page_root_html(page: PageBuild, page_json_url: str, bundle_url: str, loader_url: str,
+                   catalogue: Catalogue) -> str:
+    """Page-level state holder, the scenario switch and the loader script.
+
+    Each switch field's label and its choices' names come from the scenario table (controls.py).
+    """
+    selects = []
+    for name, values in page.controls.switch.items():
+        default = getattr(page.controls.scenario, name)
+        options = "".join(
+            f'<option value="{esc(v)}"{" selected" if v == default else ""}>{esc(FIELD[name].name_of(v, catalogue))}</option>'
+            for v in values)
+        selects.append(f'<label class="eg-select"><span>{esc(FIELD[name].label)}</span>'
+                       f'<select name="{esc(name)}" data-eg-switch="{esc(name)}" data-eg-default="{esc(default)}">{options}</select></label>')
+    switch = (f'<form class="eg-scenario" aria-label="Scenario">{"".join(selects)}</form>'
+              if selects else "")
+    # The page's sliders that no figure shows (used by the prose alone) get their controls here.
+    sliders = controls_html(page.page_sliders(), "eg-page", group=PAGE_SLIDERS_LABEL)
+    # Controls are in place from the first paint, so revealing them shifts nothing; without
+    # JavaScript they would do nothing, so then they are not shown at all.
+    return (f'<div class="eg-page" data-eg-page="{esc(page_json_url)}" data-eg-bundle="{esc(bundle_url)}">'
+            f'<noscript><style>.eg-controls, .eg-scenario {{ display: none; }}</style></noscript>'
+            f'{switch}{sliders}<div class="eg-announce" role="status" aria-live="polite" aria-atomic="true"></div>'
+            f'</div>\n<script src="{esc(loader_url)}" defer></script>\n')
+
+
+PAGE_SLIDERS_LABEL = "Sliders for the numbers on this page"
+
+
+def controls_html(sliders: Iterable[Slider], id_prefix: str, group: str = "") -> str:
+    """Sliders as plain range inputs, which the loader wires to the charts, the numbers and the URL.
+
+    The one home of slider markup: a figure's sliders (`id_prefix` its anchor), and the page's
+    own, for sliders no figure shows (`group` names that block, which the page root holds).
+    They are in the HTML rather than drawn by Vega so that they exist, with their labels,
+    before the chart library has loaded, and so that moving one can load it.
+    """
+    items = []
+    for s in sliders:
+        input_id = f"{id_prefix}-{s.name}"
+        value = f"{s.default:.{s.decimals}f}"
+        items.append(
+            f'<div class="eg-slider"><label for="{esc(input_id)}">{esc(s.label)}</label>'
+            f'<input type="range" id="{esc(input_id)}" data-eg-param="{esc(s.name)}" min="{s.min:g}" max="{s.max:g}" '
+            f'step="{s.step:g}" value="{value}">'
+            f'<output for="{esc(input_id)}">{value}</output></div>')
+    if not items:
+        return ""
+    attrs = (f'class="eg-controls eg-page-sliders" role="group" aria-label="{esc(group)}"' if group
+             else 'class="eg-controls"')
+    return f'<div {attrs}>{"".join(items)}</div>'
