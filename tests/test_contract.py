@@ -118,3 +118,4 @@ def test_a_page_state_of_another_version_leaves_the_page_as_built(site, browser)
         assert any("contract version" in e for e in errors), errors
         assert page.evaluate("() => window.explainerGen.state()") is None
         page.close()
+

@@ -19,6 +19,20 @@ PACKAGE_ROOT = Path(__file__).parents[1]
 MODELS_ROOT = Path(models.__file__).parent
 
 
+def check_models_package(models_root: Path = MODELS_ROOT, package_root: Path = PACKAGE_ROOT) -> None:
+    """The import name `models` is generic: another top-level `models` earlier on sys.path (a Django
+    app, a reader's own folder) would shadow ours and feed the build foreign code. Ours is always
+    installed beside `explainer_gen` (site-packages, the checkout of an editable install, or a copy
+    run with its folder on PYTHONPATH), so anything else is refused by name."""
+    if models_root.resolve().parent != package_root.resolve().parent or not (models_root / "catalogue.yaml").is_file():
+        raise ImportError(f"the `models` package imported from {models_root} is not explainer-gen's (expected "
+                          f"{package_root.resolve().parent / 'models'}); another package named `models` comes "
+                          "first on sys.path: remove it from PYTHONPATH or run from another folder")
+
+
+check_models_package()
+
+
 def _version(dist: str) -> str:
     try:
         return metadata.version(dist)
