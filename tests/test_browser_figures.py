@@ -9,7 +9,8 @@ from helpers import wait_for_figures
 # page -> (figure anchor, slider labels that figure binds); a figure without sliders must still draw.
 FIGURES = {
     "explainers/roofline/": [("fig-roofline", ["Prompt length (tokens)", "Decode batch (requests)"]),
-                             ("fig-step-time", ["Prompt length (tokens)", "Decode batch (requests)"])],
+                             ("fig-step-time", ["Prompt length (tokens)", "Decode batch (requests)"]),
+                             ("fig-prefill-vs-decode", ["Prompt length (tokens)"])],
     "explainers/batching/": [("fig-batch-schedule", ["Batch size (slots)", "Spread of output lengths"]),
                              ("fig-batch-throughput", [])],
     "explainers/kv-cache/": [("fig-kv-slots", ["Context length (tokens)", "Cards"])],
