@@ -26,6 +26,7 @@ from models.yamlsource import SourceError
 from .timing import Timing
 from ..sources.controls import SCENARIO_TABLE, Resolved, Scenario, Slider
 from .figures import REGISTRY, TableView
+from .figures.base import rows_at
 from ..client import contract
 from .. import theme
 
@@ -205,17 +206,12 @@ def describe_positions(kind, cols: dict[str, np.ndarray], r: Resolved, sliders: 
     point. (A test evaluates every grid point and checks the two agree.)
     """
     axes = list(sliders.values())
-    rows = len(next(iter(cols.values()))) if cols else 0
-    flat = np.zeros(rows, dtype=np.int64)  # each row's slider position, as one index
-    for s in axes:
-        flat = flat * s.count + np.clip(np.round((cols[s.name] - s.min) / s.step).astype(np.int64), 0, s.count - 1)
-    shape = [s.count for s in axes]
     seen: dict[tuple[int, ...], dict[str, str]] = {}
 
     def facts(index: tuple[int, ...]) -> dict[str, str]:
         if index not in seen:
             position = {s.name: float(s.values()[i]) for s, i in zip(axes, index)}
-            at = flat == (int(np.ravel_multi_index(index, shape)) if axes else 0)
+            at = rows_at(cols, sliders, position)
             got = kind.facts(cols, at, r, position)
             missing = set(fields) - set(got)
             if missing:
