@@ -58,16 +58,17 @@ def test_cache_recomputes_only_what_changed(project, tmp_path):
     cat.write_text(cat.read_text().replace("bandwidth_tbps: 3.35", "bandwidth_tbps: 3.36", 1))
     assert computed_by_build(project, tmp_path / "s4") == first
     assert computed_by_build(project, tmp_path / "s5") == 0  # same sources, same keys
+    def edit(path):
+        assert path.is_file(), path  # an edit to a file that exists, not a new file
+        with open(path, "a") as fh:
+            fh.write("\n# an edit\n")
     # A model's source: everything again (the fingerprint hashes the model sources).
-    with open(project / "models" / "roofline.py", "a") as fh:
-        fh.write("\n# an edit\n")
+    edit(project / "models" / "roofline.py")
     assert computed_by_build(project, tmp_path / "s6") == first
     # The generator: its HTML and hooks recompute nothing; a figure kind's code does.
-    with open(project / "explainer_gen" / "html.py", "a") as fh:
-        fh.write("\n# an edit\n")
+    edit(project / "explainer_gen" / "render" / "blocks.py")
     assert computed_by_build(project, tmp_path / "s7") == 0
-    with open(project / "explainer_gen" / "figures" / "speedup.py", "a") as fh:
-        fh.write("\n# an edit\n")
+    edit(project / "explainer_gen" / "compute" / "figures" / "speedup.py")
     assert computed_by_build(project, tmp_path / "s8") == first
 
 
