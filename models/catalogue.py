@@ -65,7 +65,7 @@ class Catalogue:
     models: dict[str, LLM]
     path: str
     # The `defaults:` section as written (a SourceMap, with lines): site-wide choices such as the
-    # scenario every page starts from. Its readers check it (explainer_gen.controls.default_scenario).
+    # scenario every page starts from. Its readers check it (explainer_gen.sources.controls.default_scenario).
     defaults: dict = dataclasses.field(default_factory=dict, compare=False, hash=False)
 
     def accelerator(self, key: str) -> Accelerator:

@@ -65,6 +65,9 @@ def test_cache_recomputes_only_what_changed(project, tmp_path):
     # A model's source: everything again (the fingerprint hashes the model sources).
     edit(project / "models" / "roofline.py")
     assert computed_by_build(project, tmp_path / "s6") == first
+    # The models' data (the papers' published tables) counts as their source.
+    edit(project / "models" / "published.yaml")
+    assert computed_by_build(project, tmp_path / "s6b") == first
     # The generator: its HTML and hooks recompute nothing; a figure kind's code does.
     edit(project / "explainer_gen" / "render" / "blocks.py")
     assert computed_by_build(project, tmp_path / "s7") == 0

@@ -278,7 +278,7 @@ def static_svg(spec: dict, columns: dict[str, list]) -> str:
 
     vl-convert lays the text out with the shipped chart font, which the page also loads, so
     labels fit in any browser; colours are the palette's CSS variables, so the picture
-    follows the page's scheme. The page inlines it (`html.static_picture`).
+    follows the page's scheme. The page inlines it (`render.blocks.static_picture`).
     """
     static = copy.deepcopy(spec)
     static["datasets"] = {**static.get("datasets", {}), "table": rows_of(columns)}

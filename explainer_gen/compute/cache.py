@@ -47,11 +47,12 @@ COMPUTING = ("compute/*.py", "compute/figures/*.py", "compute/vocabulary/*.py", 
 
 
 def source_hashes() -> dict[str, str]:
-    """sha256 of every Python file of the models and the generator, as they are on disk now,
-    by path relative to their package's parent folder."""
+    """sha256 of every Python and YAML file of the models and the generator (the models' YAML holds
+    data they compute from, such as the papers' tables), as they are on disk now, by path relative
+    to their package's parent folder."""
     out = {}
     for root in (MODELS_ROOT, PACKAGE_ROOT):
-        for path in sorted(root.rglob("*.py")):
+        for path in sorted(p for pattern in ("*.py", "*.yaml") for p in root.rglob(pattern)):
             if "__pycache__" not in path.parts:
                 out[path.relative_to(root.parent).as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out

@@ -1,6 +1,6 @@
 """Inline numbers: `{{ E(a, 4) | .1f }}` in Markdown becomes the model's value, formatted.
 
-An expression may call the vocabulary (explainer_gen/vocabulary/), whose grouped terms read as
+An expression may call the vocabulary (explainer_gen/compute/vocabulary/), whose grouped terms read as
 attributes (`chen.c`, `chen.speedup(0)`; `a.b` without a call is `a.b()`), and name the page's
 sliders; it is evaluated over every slider position and scenario variant it depends on, so the
 page can update it in place without a server. Format specs are Python's, optionally followed by

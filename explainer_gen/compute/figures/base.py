@@ -3,9 +3,9 @@
 Finding kinds
 -------------
 A kind is a `FigureKind` subclass decorated with `@register`, which files one instance under
-the class's `name` in `REGISTRY`. Importing `explainer_gen.figures` runs `discover`, which:
+the class's `name` in `REGISTRY`. Importing `explainer_gen.compute.figures` runs `discover`, which:
 
-1. imports every module in the `explainer_gen/figures/` folder (`pkgutil.iter_modules`), so a
+1. imports every module in the `explainer_gen/compute/figures/` folder (`pkgutil.iter_modules`), so a
    new kind is a new module there and nothing else lists it;
 2. loads every entry point in the group ``explainer_gen.figures`` (`ENTRY_POINT_GROUP`), so
    another installed package can add kinds. An entry point names either a module, whose

@@ -84,7 +84,7 @@ class Term:
 
 def _refuse(name: str, *args, **kwargs):
     raise ValueError(f"{name}() reads the scenario, but this number was evaluated without one; "
-                     f"the vocabulary's declarations disagree with the page (explainer_gen/vocabulary)")
+                     f"the vocabulary's declarations disagree with the page (explainer_gen/compute/vocabulary)")
 
 
 def check(term: Term) -> None:
