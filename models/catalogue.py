@@ -22,6 +22,7 @@ class Accelerator:
     memory_gb: float
     bandwidth_tbps: float
     bf16_tflops: float
+    source: str  # the datasheet the numbers come from
 
     @property
     def memory_bytes(self) -> float:
@@ -53,6 +54,7 @@ class LLM:
     kv_heads: int
     head_dim: int
     params: int
+    source: str  # the config and checkpoint the shapes and count come from
 
     def weight_bytes(self, bytes_per_param: float = BYTES_PER_BF16) -> float:
         return self.params * bytes_per_param
@@ -123,6 +125,9 @@ def _rows(data: Any, section: str, cls: type, path: str) -> dict[str, Any]:
             values[name] = value
         if values["key"] in rows:
             raise SourceError(path, raw.line_of("key"), f"duplicate {section} key {values['key']!r}")
+        if cls is LLM and values["hidden"] != values["heads"] * values["head_dim"]:
+            raise SourceError(path, raw.line_of("hidden"), f"hidden {values['hidden']} is not heads × head_dim "
+                              f"({values['heads']} × {values['head_dim']}); check the model's config")
         rows[values["key"]] = cls(**values)
     return rows
 

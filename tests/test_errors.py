@@ -147,6 +147,8 @@ CATALOGUE_CASES = {
     "zero flops": (GOOD_CATALOGUE.replace("bf16_tflops: 989", "bf16_tflops: 0", 1), "bf16_tflops must be positive, got 0"),
     "duplicate name": (GOOD_CATALOGUE.replace("key: h200", "key: h100-sxm", 1), "duplicate accelerators key 'h100-sxm'"),
     "invalid yaml": (GOOD_CATALOGUE.replace("accelerators:", "accelerators: [", 1), "invalid YAML"),
+    "no source": (re.sub(r"\n    source: [^\n]*", "", GOOD_CATALOGUE, count=1), "entry misses field(s): source"),
+    "shape": (GOOD_CATALOGUE.replace("hidden: 8192", "hidden: 8000", 1), "hidden 8000 is not heads × head_dim (64 × 128)"),
 }
 
 
@@ -166,7 +168,7 @@ def test_catalogue_mistakes(tmp_path, name):
     # The line named is the line of the mistake.
     line = int(re.search(r"cat\.yaml:(\d+): ", out).group(1))
     bad_line = text.split("\n")[line - 1]
-    assert any(w in bad_line for w in ("bandwidth", "tflops", "key", "accelerators", "- key", "name")), bad_line
+    assert any(w in bad_line for w in ("bandwidth", "tflops", "key", "accelerators", "- key", "name", "hidden")), bad_line
 
 
 def test_failed_build_leaves_previous_site_untouched(tmp_path):
