@@ -16,11 +16,20 @@ Targets (from the issues):
            emulation with simulated throttling, median of 3 runs: performance >= 95,
            accessibility 100, best practices 100, cumulative layout shift 0.
 
+Serving: both browser measurements load the built site from 127.0.0.1 the way GitHub Pages
+serves it (tests/helpers.py `serve`, which the browser tests use too): HTTP/1.1 with keep-alive
+from a threaded server, so a page's requests share one connection as they share Pages' one
+HTTP/2 connection, and text gzip-compressed. Lighthouse's simulation charges every new
+connection its round trips: served over HTTP/1.0, which closes the connection after each
+response, the same pages measured up to 0.5 s later first paints.
+
 Slider timing: in headless Chromium, each move sets the slider's value and dispatches its
 `input` event at the start of an animation frame (where Chromium delivers a dragged slider's
 input). The clock stops once every live view that the slider's param drives (two on the
 speculative-decoding page, whose `a` drives two figures) has finished the Vega run the loader
 starts and the browser has rendered (style, layout, paint) the frame that shows the new marks.
+Whether the marks changed is read from each view's scenegraph (what Vega draws, whichever
+renderer draws it), between moves.
 """
 from __future__ import annotations
 
@@ -117,19 +126,29 @@ SLIDER_MOVES = """async (moves) => {
   }
   if (+input.value === +at(positions[0])) positions.unshift(0);
   // The loader answers an input with view.signal(name, value).runAsync() on each view the
-  // param drives: catch those runs (their promises settle once Vega has re-rendered the SVG).
+  // param drives: catch those runs (their promises settle once Vega has redrawn the view).
   let pending = null;
   const own = views.map(v => Object.prototype.hasOwnProperty.call(v, 'runAsync'));
   const originals = views.map(v => v.runAsync);
   views.forEach((v, k) => {
     v.runAsync = function () { const p = originals[k].apply(this, arguments); if (pending) pending.push(p); return p; };
   });
-  let mutated = new Set();  // the views whose marks changed in this move
-  const observers = views.map((v, k) => {
-    const o = new MutationObserver(() => mutated.add(k));
-    o.observe(v.container(), {subtree: true, childList: true, attributes: true, characterData: true});
-    return o;
-  });
+  // What a view draws, whatever its renderer: every item of Vega's scenegraph, its geometry,
+  // text and paint. Read between moves, outside the timings.
+  const drawing = (view) => {
+    const out = [];
+    const walk = (mark) => {
+      out.push(mark.marktype + ':' + (mark.role || ''));
+      for (const it of mark.items || []) {
+        out.push([it.x, it.y, it.x2, it.y2, it.width, it.height, it.size, it.angle, it.opacity,
+                  typeof it.path === 'string' ? it.path : '', it.text, it.fill, it.stroke].join(','));
+        for (const m of it.items || []) walk(m);
+      }
+    };
+    walk(view.scenegraph().root);
+    return out.join('|');
+  };
+  let drawn = views.map(drawing);
   const frame = () => new Promise(r => requestAnimationFrame(() => r()));
   // A task posted during a frame's animation callbacks runs once that frame's rendering
   // (style, layout, paint) is done.
@@ -144,7 +163,7 @@ SLIDER_MOVES = """async (moves) => {
     for (const i of positions) {
       await new Promise(r => setTimeout(r, 20));
       await frame();                 // what follows runs in this frame's animation callbacks
-      pending = []; mutated = new Set();
+      pending = [];
       const t0 = performance.now();
       input.value = at(i);
       input.dispatchEvent(new Event('input', {bubbles: true}));
@@ -153,17 +172,18 @@ SLIDER_MOVES = """async (moves) => {
       pending = null;
       let rendered = false;
       const thisFrame = afterRendering().then(t => { rendered = true; return t; });
-      await Promise.all(runs);       // every view the param drives has re-run and redrawn its SVG
+      await Promise.all(runs);       // every view the param drives has re-run and redrawn
       const tRuns = performance.now();
       // The first frame rendered after the runs: this one if they finished inside it.
       const t1 = rendered ? await frame().then(afterRendering) : await thisFrame;
       rows.push([t1 - t0, tHandler - t0, tRuns - tHandler, t1 - tRuns]);
       if (runs.length < views.length) missedRuns++;
-      if (mutated.size < views.length) unchanged++;
+      const now = views.map(drawing);
+      if (now.some((d, k) => d === drawn[k])) unchanged++;
+      drawn = now;
     }
   } finally {
     views.forEach((v, k) => { if (own[k]) v.runAsync = originals[k]; else delete v.runAsync; });
-    observers.forEach(o => o.disconnect());
   }
   return {param: name, views: views.length, figures_with_param: figuresWith(name), rows,
           missed_runs: missedRuns, unchanged_moves: unchanged};
@@ -263,8 +283,8 @@ def lighthouse_summary(reports: list[dict]) -> dict:
 
 
 def lighthouse_pages(site: Path, runs: int = 3, keep: Path | None = None) -> dict:
-    """Lighthouse on every explainer page, `runs` runs each, against a gzip-serving local copy;
-    each page summarised by lighthouse_summary."""
+    """Lighthouse on every explainer page, `runs` runs each, against a local copy served as
+    GitHub Pages serves it (see the module docstring); each page summarised by lighthouse_summary."""
     import shutil as sh
 
     from helpers import serve
@@ -274,7 +294,7 @@ def lighthouse_pages(site: Path, runs: int = 3, keep: Path | None = None) -> dic
     pages = sorted(str(p.relative_to(site).parent) + "/" for p in (site / "explainers").rglob("index.html")
                    if p.parent != site / "explainers")
     results: dict = {"pages": {}, "warnings": set(), "benchmark_index": []}
-    with serve(site, compress=True) as base:
+    with serve(site) as base:
         for page in pages:
             reports, errors = [], []
             for i in range(runs):
@@ -317,14 +337,14 @@ def print_slider(rows: dict, moves: int) -> None:
               f"p95 {t['p95_ms']:6.1f} ms {verdict(t['p95_ms'] < 25):4}   slider '{t['param']}', "
               f"{t['views']} view{'s' if t['views'] != 1 else ''}")
         print(f"  {'':36}   medians of the parts: input handler + Vega dataflow {t['handler_ms']:.1f} ms, "
-              f"Vega SVG render {t['vega_ms']:.1f} ms, to the frame painted {t['paint_ms']:.1f} ms")
+              f"Vega render {t['vega_ms']:.1f} ms, to the frame painted {t['paint_ms']:.1f} ms")
         notes = []
         if t["views"] < t["figures_with_param"]:
             notes.append(f"only {t['views']} of {t['figures_with_param']} figures with '{t['param']}' were live")
         if t["missed_runs"]:
             notes.append(f"{t['missed_runs']} moves did not start a run on every view")
         if t["unchanged_moves"]:
-            notes.append(f"{t['unchanged_moves']} moves left some view's marks unchanged")
+            notes.append(f"{t['unchanged_moves']} moves left some view's drawing (its scenegraph) unchanged")
         for note in notes:
             print(f"  {'':36}   NOTE {note}")
 
@@ -339,7 +359,7 @@ def print_lighthouse(lh: dict, runs: int) -> None:
           f"default settings, as the issue measured:\n  {st.get('formFactor', '?')} emulation, "
           f"{st.get('throttlingMethod', '?')} throttling (RTT {throttling.get('rttMs', '?')} ms, "
           f"{throttling.get('throughputKbps', '?')} Kbps, CPU x{throttling.get('cpuSlowdownMultiplier', '?')}); "
-          f"pages served gzip from 127.0.0.1")
+          f"pages served from 127.0.0.1 over HTTP/1.1 keep-alive, gzip")
     bench = [b for b in lh["benchmark_index"] if b]
     if bench:
         print(f"  this machine's Lighthouse benchmark index: median {statistics.median(bench):.0f}")

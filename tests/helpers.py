@@ -101,35 +101,56 @@ def copy_project(dest: Path) -> Path:
     return dest
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
+@functools.lru_cache(maxsize=256)
+def _gzipped(path: str, mtime_ns: int, size: int) -> bytes:
+    """A file's gzip body, once per version of the file (the Vega bundle is 1.7 MB)."""
+    return gzip.compress(Path(path).read_bytes(), mtime=0)
+
+
+class _Pages(http.server.SimpleHTTPRequestHandler):
+    """Serves a folder the way GitHub Pages serves a site: HTTP/1.1, so a browser keeps its
+    connection open and sends a page's requests down it (Pages speaks HTTP/2, which likewise
+    needs one connection; Python's HTTP/1.0 default opens one per request, which Lighthouse's
+    simulated network charges a round trip or three each), and text gzip-compressed when the
+    browser accepts it. A folder's URL without its trailing slash is redirected, as on Pages."""
+
+    protocol_version = "HTTP/1.1"
+    timeout = 30  # seconds an idle kept-alive connection stays open
+    compress = True
+    TEXT = (".html", ".css", ".js", ".json", ".svg", ".csv", ".xml", ".txt")
+
     def log_message(self, *args):  # keep test output readable
         pass
-
-
-class _Gzip(_Quiet):
-    """Compresses text responses the way GitHub Pages does, for realistic page weights."""
-
-    TEXT = (".html", ".css", ".js", ".json", ".svg", ".csv", ".xml", "/")
 
     def send_head(self):
         path = self.translate_path(self.path)
         if os.path.isdir(path):
+            if not self.path.split("?", 1)[0].split("#", 1)[0].endswith("/"):
+                return super().send_head()  # the redirect to the folder's URL
             path = os.path.join(path, "index.html")
-        if "gzip" not in self.headers.get("Accept-Encoding", "") or not path.endswith(self.TEXT) \
-                or not os.path.isfile(path):
+        if not (self.compress and "gzip" in self.headers.get("Accept-Encoding", "")
+                and path.endswith(self.TEXT) and os.path.isfile(path)):
             return super().send_head()
-        body = gzip.compress(Path(path).read_bytes(), mtime=0)
+        st = os.stat(path)
+        body = _gzipped(path, st.st_mtime_ns, st.st_size)
         self.send_response(200)
         self.send_header("Content-Type", self.guess_type(path))
         self.send_header("Content-Encoding", "gzip")
+        self.send_header("Vary", "Accept-Encoding")
         self.send_header("Content-Length", str(len(body)))
+        self.send_header("Last-Modified", self.date_time_string(int(st.st_mtime)))
         self.end_headers()
         return io.BytesIO(body)
 
 
+class _Identity(_Pages):
+    compress = False
+
+
 @contextlib.contextmanager
-def serve(directory: Path, prefix: str = "", compress: bool = False):
-    """Serve `directory` at http://127.0.0.1:PORT/prefix/ ; yields the base URL."""
+def serve(directory: Path, prefix: str = "", compress: bool = True):
+    """Serve `directory` at http://127.0.0.1:PORT/prefix/ as GitHub Pages would (see _Pages:
+    HTTP/1.1 keep-alive, gzip; `compress=False` sends every file as is); yields the base URL."""
     root = Path(directory)
     if prefix:
         # Serve from a parent folder in which the site sits under the prefix.
@@ -139,8 +160,8 @@ def serve(directory: Path, prefix: str = "", compress: bool = False):
             target.parent.mkdir(parents=True, exist_ok=True)
             target.symlink_to(root.resolve(), target_is_directory=True)
         root = parent
-    handler = functools.partial(_Gzip if compress else _Quiet, directory=str(root))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    handler = functools.partial(_Pages if compress else _Identity, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)  # a thread per connection
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -164,12 +185,21 @@ def numbers_in(html: str) -> list[str]:
 
 def wait_for_figures(page) -> int:
     """Reach for every figure on the page, as a reader's pointer does, and wait until each
-    is a live chart (until then each shows its static image)."""
+    is a live chart that has drawn (until then each shows its static image): the loader lists
+    it as live, which it does once Vega's first run, and so its first drawing, is done, and the
+    view's drawing surface (a canvas, or an SVG) is displayed with an area."""
     figures = page.locator(".eg-figure")
     n = figures.count()
     for i in range(n):
         figures.nth(i).hover()
-        figures.nth(i).locator(".eg-view svg.marks").wait_for(state="visible")
+        page.wait_for_function("""f => {
+            const live = window.explainerGen && window.explainerGen.figures().some(x => x.el === f);
+            const marks = f.querySelector('.eg-view .marks');
+            if (!live || !marks) return false;
+            const box = marks.getBoundingClientRect();
+            return box.width > 0 && box.height > 0 && getComputedStyle(marks).visibility === 'visible'
+                && (marks.tagName !== 'CANVAS' || (marks.width > 0 && marks.height > 0));
+        }""", arg=figures.nth(i).element_handle())
     if not n:
         page.wait_for_load_state("networkidle")
     return n
