@@ -23,10 +23,21 @@ WIDTHS = """() => ({scroll: document.documentElement.scrollWidth, client: docume
                   inner: innerWidth})"""
 
 # The card of a link, where it is on screen, and whether it is on top of whatever it covers, as
-# drawn: after two frames, since Chromium picks an anchored card's fallback position (above the
-# link, or flipped) only when it renders the frame that follows a scroll.
+# drawn once the page has come to rest: Chromium places an anchored card (and picks its fallback,
+# above the link or flipped) when it renders the frame after its link moved, so while a scroll or
+# a layout shift is still moving the link, the card trails it by a frame. Measured only after the
+# link has stayed put for three frames running (at most 120 frames), as a reader sees it.
 CARD = """async a => {
-  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const frame = () => new Promise(r => requestAnimationFrame(r));
+  const where = () => { const l = a.getBoundingClientRect(); return [l.left, l.top, scrollX, scrollY].join(); };
+  let last = where(), still = 0;
+  for (let i = 0; i < 120 && still < 3; i++) {
+    await frame();
+    const now = where();
+    still = now === last ? still + 1 : 0;
+    last = now;
+  }
+  await frame();
   const card = document.getElementById(a.getAttribute('aria-describedby'));
   const r = card.getBoundingClientRect(), l = a.getBoundingClientRect(), s = getComputedStyle(card);
   const hit = r.width && r.height ? document.elementFromPoint((r.left + r.right) / 2, (r.top + r.bottom) / 2) : null;
@@ -123,6 +134,20 @@ def assert_card_inside(state: dict, where: str, anchored: bool) -> None:
         assert state["left"] < link["right"] and state["right"] > link["left"], (where, state)
 
 
+def assert_card_settles_inside(link, where: str, anchored: bool, tries: int = 15) -> None:
+    """The card of `link` comes to lie inside the window: measured once the page is at rest and
+    again, up to `tries` times (about a second at 60 frames a second), while Chromium may still be
+    moving it, as it does on a loaded machine for a frame or more after a scroll. A card that is
+    still outside after that is what a reader would see."""
+    for attempt in range(tries):
+        try:
+            assert_card_inside(link.evaluate(CARD), where, anchored)
+            return
+        except AssertionError:
+            if attempt == tries - 1:
+                raise
+
+
 def test_no_page_scrolls_sideways(site, base_url, screen):
     for url in built_pages(site):
         load(screen, base_url + url)
@@ -138,7 +163,7 @@ def test_cards_shown_by_the_pointer_stay_in_the_window(site, base_url, screen):
             screen.mouse.move(0, 0)
             x, y = links.nth(i).evaluate(POINT_AT)
             screen.mouse.move(x, y)
-            assert_card_inside(links.nth(i).evaluate(CARD), url, screen.anchored)
+            assert_card_settles_inside(links.nth(i), url, screen.anchored)
             checked += 1
     assert checked >= 20
 
@@ -156,8 +181,8 @@ def test_cards_shown_by_the_keyboard_stay_in_the_window(site, base_url, screen):
                                    " ? document.activeElement.getAttribute('aria-describedby') : null")
             if card is None:
                 continue
-            state = screen.locator(f'.eg-ref > a[aria-describedby="{card}"]').evaluate(CARD)
-            assert_card_inside(state, f"{url} (keyboard)", screen.anchored)
+            assert_card_settles_inside(screen.locator(f'.eg-ref > a[aria-describedby="{card}"]'),
+                                       f"{url} (keyboard)", screen.anchored)
             seen.add(card)
             if seen == ids:
                 break
