@@ -133,20 +133,27 @@ SLIDER_MOVES = """async (moves) => {
   views.forEach((v, k) => {
     v.runAsync = function () { const p = originals[k].apply(this, arguments); if (pending) pending.push(p); return p; };
   });
-  // What a view draws, whatever its renderer: every item of Vega's scenegraph, its geometry,
-  // text and paint. Read between moves, outside the timings.
+  // What a view draws, whatever its renderer: a hash of every item of Vega's scenegraph, its
+  // geometry, text and paint. Read between moves, outside the timings, and allocating next to
+  // nothing, so that no garbage it leaves is collected inside a timing.
   const drawing = (view) => {
-    const out = [];
+    let h = 0;
+    const add = (v) => {
+      if (typeof v === 'number') h = (Math.imul(h, 31) + Math.round(v * 1000)) | 0;
+      else if (typeof v === 'string') for (let i = 0; i < v.length; i++) h = (Math.imul(h, 31) + v.charCodeAt(i)) | 0;
+      else h = (Math.imul(h, 31) + (v === undefined ? 1 : 2)) | 0;
+    };
     const walk = (mark) => {
-      out.push(mark.marktype + ':' + (mark.role || ''));
+      add(mark.marktype); add(mark.role);
       for (const it of mark.items || []) {
-        out.push([it.x, it.y, it.x2, it.y2, it.width, it.height, it.size, it.angle, it.opacity,
-                  typeof it.path === 'string' ? it.path : '', it.text, it.fill, it.stroke].join(','));
+        add(it.x); add(it.y); add(it.x2); add(it.y2); add(it.width); add(it.height); add(it.size);
+        add(it.angle); add(it.opacity); add(typeof it.path === 'string' ? it.path : undefined);
+        add(it.text == null ? undefined : String(it.text)); add(it.fill); add(it.stroke);
         for (const m of it.items || []) walk(m);
       }
     };
     walk(view.scenegraph().root);
-    return out.join('|');
+    return h;
   };
   let drawn = views.map(drawing);
   const frame = () => new Promise(r => requestAnimationFrame(() => r()));

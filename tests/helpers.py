@@ -183,6 +183,15 @@ def numbers_in(html: str) -> list[str]:
     return re.findall(r'<span class="eg-num"[^>]*>([^<]*)</span>', html)
 
 
+def wake_loader(page) -> None:
+    """Act on the page as a reader first does (the pointer moves over it), which makes the loader
+    read the page's state (it waits for that, unless the URL carries a state), and wait until it
+    has."""
+    page.mouse.move(3, 3)
+    page.mouse.move(12, 12)
+    page.wait_for_function("() => window.explainerGen && window.explainerGen.state()")
+
+
 def wait_for_figures(page) -> int:
     """Reach for every figure on the page, as a reader's pointer does, and wait until each
     is a live chart that has drawn (until then each shows its static image): the loader lists

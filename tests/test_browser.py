@@ -2,14 +2,29 @@
 from __future__ import annotations
 
 from helpers import wait_for_figures
+from test_browser_figures import SETTLED
 
 SPEC = "explainers/speculative-decoding/"
+
+# The drawn geometry of every line mark in a figure, from Vega's scenegraph (what its renderer,
+# a canvas or SVG, paints): each line's points, x and y. Empty while the figure is not live.
+LINES = """id => {
+  const el = document.getElementById(id);
+  const fig = window.explainerGen && window.explainerGen.figures().find(f => f.el === el);
+  if (!fig) return '';
+  const out = [];
+  const walk = mark => {
+    if (mark.marktype === 'line') out.push((mark.items || []).map(i => i.x + ',' + i.y).join(' '));
+    for (const it of mark.items || []) for (const m of it.items || []) walk(m);
+  };
+  walk(fig.result.view.scenegraph().root);
+  return out.join('|');
+}"""
 
 
 def lines_path(page) -> str:
     """The drawn geometry of every line mark in the first figure."""
-    return page.eval_on_selector_all("#fig-speedup-vs-batch .eg-view g.mark-line path",
-                                     "els => els.map(e => e.getAttribute('d')).join('|')")
+    return page.evaluate(LINES, "fig-speedup-vs-batch")
 
 
 def test_acceptance_slider_redraws_lines(page, base_url):
@@ -17,12 +32,18 @@ def test_acceptance_slider_redraws_lines(page, base_url):
     wait_for_figures(page)
     before = lines_path(page)
     assert before
+    view = page.locator("#fig-speedup-vs-batch .eg-view .marks")
+    view.scroll_into_view_if_needed()
+    pixels = view.screenshot(animations="disabled")
     slider = page.locator("#fig-speedup-vs-batch").get_by_role("slider", name="Acceptance rate")
     slider.focus()
     page.keyboard.press("ArrowLeft")
-    page.wait_for_function("prev => { const d = [...document.querySelectorAll('#fig-speedup-vs-batch .eg-view g.mark-line path')]"
-                           ".map(e => e.getAttribute('d')).join('|'); return d && d !== prev; }", arg=before)
+    page.wait_for_function(f"prev => {{ const d = ({LINES})('fig-speedup-vs-batch'); return d && d !== prev; }}",
+                           arg=before)
     assert lines_path(page) != before
+    page.evaluate(SETTLED, "fig-speedup-vs-batch")
+    view.scroll_into_view_if_needed()
+    assert view.screenshot(animations="disabled") != pixels  # and the reader sees the lines move
     page.watch.assert_clean()
 
 
@@ -44,4 +65,38 @@ def test_prose_numbers_follow_the_slider(page, base_url):
 def test_home_page_is_clean(page, base_url):
     page.goto(base_url)
     page.wait_for_load_state("networkidle")
+    page.watch.assert_clean()
+
+
+# Where the first data point (a symbol mark's item) of a figure is drawn, in page coordinates,
+# from Vega's scenegraph: item positions are in their group's frame, offset by the groups above,
+# the view's origin and its padding.
+FIRST_POINT = """f => {
+  const fig = window.explainerGen.figures().find(x => x.el === f), view = fig.result.view;
+  const r = f.querySelector('.eg-view .marks').getBoundingClientRect(), pad = view.padding(), o = view.origin();
+  let found = null;
+  const walk = (mark, dx, dy) => {
+    for (const it of mark.items || []) {
+      if (!found && mark.marktype === 'symbol' && mark.role === 'mark') found = {x: r.left + o[0] + pad.left + dx + it.x,
+        y: r.top + o[1] + pad.top + dy + it.y, datum: it.datum};
+      for (const child of it.items || []) walk(child, dx + (it.x || 0), dy + (it.y || 0));
+    }
+  };
+  walk(view.scenegraph().root, 0, 0);
+  return found;
+}"""
+
+
+def test_hovering_a_point_shows_its_tooltip(page, base_url):
+    page.goto(base_url + SPEC)
+    wait_for_figures(page)
+    fig = page.locator("#fig-speedup-vs-batch")
+    fig.evaluate("f => f.querySelector('.eg-view .marks').scrollIntoView({block: 'center', behavior: 'instant'})")
+    point = fig.evaluate(FIRST_POINT)
+    assert point
+    page.mouse.move(point["x"], point["y"])
+    tip = page.locator("#vg-tooltip-element.visible")
+    tip.wait_for(state="visible")
+    shown = tip.inner_text()
+    assert "speedup" in shown and f"{point['datum']['speedup']:.2f}" in shown, (shown, point["datum"])
     page.watch.assert_clean()

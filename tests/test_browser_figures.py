@@ -2,9 +2,11 @@
 slider, moved with the keyboard, changes what its figure draws."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from helpers import wait_for_figures
+from test_pictures import screenshot_rgb
 
 # page -> (figure anchor, slider labels that figure binds); a figure without sliders must still draw.
 FIGURES = {
@@ -16,8 +18,59 @@ FIGURES = {
     "explainers/kv-cache/": [("fig-kv-slots", ["Context length (tokens)", "Cards"])],
 }
 
-DRAWING = """id => [...document.querySelectorAll('#' + id + ' .eg-view svg.marks path, #' + id + ' .eg-view svg.marks text')]
-    .map(e => (e.getAttribute('d') || '') + (e.getAttribute('transform') || '') + e.textContent).join('|')"""
+# What a live figure draws, read from Vega's scenegraph, which its renderer (a canvas, or SVG)
+# paints item by item: for every item of every mark, its geometry, path, text and paint. Empty
+# when the figure is not live.
+DRAWING = """id => {
+  const el = document.getElementById(id);
+  const fig = window.explainerGen && window.explainerGen.figures().find(f => f.el === el);
+  if (!fig) return '';
+  const out = [];
+  const walk = mark => {
+    out.push(mark.marktype + ':' + (mark.role || ''));
+    for (const it of mark.items || []) {
+      out.push([it.x, it.y, it.x2, it.y2, it.width, it.height, it.size, it.angle, it.opacity,
+                typeof it.path === 'string' ? it.path : '', it.text, it.fill, it.stroke].join(','));
+      for (const m of it.items || []) walk(m);
+    }
+  };
+  walk(fig.result.view.scenegraph().root);
+  return out.join('|');
+}"""
+
+# How many items the figure's data marks draw (the marks that are not axes, legends, titles or
+# frames): a drawing of axes alone would have none.
+DATA_ITEMS = """id => {
+  const el = document.getElementById(id);
+  const fig = window.explainerGen.figures().find(f => f.el === el);
+  let n = 0;
+  const walk = mark => {
+    for (const it of mark.items || []) {
+      if (mark.marktype !== 'group' && mark.role === 'mark') n++;
+      for (const m of it.items || []) walk(m);
+    }
+  };
+  walk(fig.result.view.scenegraph().root);
+  return n;
+}"""
+
+# Resolves once the figure's view has finished any run, and so drawn what its scenegraph holds.
+SETTLED = """async id => {
+  const el = document.getElementById(id);
+  await window.explainerGen.figures().find(f => f.el === el).result.view.runAsync();
+}"""
+
+BOX = "el => { const r = el.getBoundingClientRect(); return {x: r.left, y: r.top, width: r.width, height: r.height}; }"
+
+
+def ink(page, anchor: str) -> int:
+    """Pixels of the figure's live view, as displayed, that stand out from the page background."""
+    view = page.locator(f"#{anchor} .eg-view .marks")
+    view.scroll_into_view_if_needed()
+    img = screenshot_rgb(page, view.evaluate(BOX))
+    bg = np.array(page.evaluate("() => getComputedStyle(document.body).backgroundColor.match(/\\d+/g)"
+                                ".slice(0, 3).map(Number)"), np.int16)
+    return int((np.abs(img - bg).max(axis=2) > 64).sum())
 
 
 def open_page(page, base_url, path):
@@ -29,9 +82,10 @@ def open_page(page, base_url, path):
 def test_every_figure_draws(page, base_url, path):
     open_page(page, base_url, path)
     for anchor, _ in FIGURES[path]:
-        marks = page.locator(f"#{anchor} .eg-view svg.marks path")
-        assert marks.count() > 0, anchor
+        assert page.evaluate(DATA_ITEMS, anchor) > 0, anchor
         assert page.evaluate(DRAWING, anchor)
+        # ... and the view displays it: its pixels carry ink, not just the page behind.
+        assert ink(page, anchor) > 500, anchor
     page.watch.assert_clean()
 
 
@@ -40,6 +94,9 @@ def test_every_figure_draws(page, base_url, path):
 def test_keyboard_slider_changes_the_drawing(page, base_url, path, anchor, label):
     open_page(page, base_url, path)
     before = page.evaluate(DRAWING, anchor)
+    view = page.locator(f"#{anchor} .eg-view .marks")
+    view.scroll_into_view_if_needed()
+    pixels = view.screenshot(animations="disabled")
     slider = page.locator(f"#{anchor}").get_by_role("slider", name=label)
     slider.focus()
     # Step towards whichever end is further, so the move never sits at a bound.
@@ -49,4 +106,8 @@ def test_keyboard_slider_changes_the_drawing(page, base_url, path, anchor, label
     page.keyboard.press(key)
     page.wait_for_function(f"prev => ({DRAWING})({anchor!r}) !== prev", arg=before)
     assert page.evaluate(DRAWING, anchor) != before
+    # What the reader sees changed with it.
+    page.evaluate(SETTLED, anchor)
+    view.scroll_into_view_if_needed()
+    assert view.screenshot(animations="disabled") != pixels
     page.watch.assert_clean()

@@ -14,7 +14,7 @@ import shutil
 import pytest
 
 from explainer_gen.client import contract
-from helpers import REPO, mkdocs_build, serve
+from helpers import REPO, mkdocs_build, serve, wake_loader
 
 LOADER = REPO / "explainer_gen" / "assets" / "loader.js"
 
@@ -85,7 +85,7 @@ def test_the_switch_shows_the_chosen_scenario_whatever_the_order_of_its_fields(t
         errors = []
         page.on("console", lambda m: m.type == "error" and errors.append(m.text))
         page.goto(url)
-        page.wait_for_function("() => window.explainerGen && window.explainerGen.state()")
+        wake_loader(page)
         for target, target_name in (("llama-3-70b", "Llama 3 70B"), ("llama-3-8b", "Llama 3 8B")):
             for acc, acc_name in (("h100-sxm", "H100"), ("h200", "H200")):
                 page.select_option("select[data-eg-switch=target]", target)
@@ -111,6 +111,7 @@ def test_a_page_state_of_another_version_leaves_the_page_as_built(site, browser)
             route.fulfill(body=json.dumps(body), content_type="application/json")
         page.route(re.compile(r".*/assets/explainer/page/.*\.json$"), old)
         page.goto(url + "explainers/speculative-decoding/")
+        page.mouse.move(12, 12)  # the loader reads the page state once the reader acts
         for _ in range(100):  # until the loader has read the page state and said why it refused it
             if errors:
                 break

@@ -11,7 +11,7 @@ import re
 import shutil
 
 from explainer_gen.compute.figures import REGISTRY
-from helpers import REPO, article, mkdocs_build, serve
+from helpers import REPO, article, mkdocs_build, serve, wake_loader
 from models.speculative import expected_tokens
 
 LABEL = "Draft acceptance"
@@ -87,7 +87,7 @@ def test_a_slider_used_only_in_prose_gets_a_control_that_moves_the_number(tmp_pa
         page.on("console", lambda m: m.type == "error" and errors.append(m.text))
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(url)
-        page.wait_for_function("() => window.explainerGen && window.explainerGen.state()")
+        wake_loader(page)
         slider = page.get_by_label(LABEL, exact=True)
         assert slider.count() == 1
         assert slider.is_visible()

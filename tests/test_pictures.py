@@ -1,14 +1,15 @@
 """What each figure displays, measured in Chromium: computed styles, boxes and pixels.
 
 A figure holds a static picture (inline SVG, coloured by the page's CSS variables) and a slot
-for the live Vega view; CSS shows one of them. An earlier bug let the theme's
+for the live Vega view (drawn on a canvas); CSS shows one of them. An earlier bug let the theme's
 `.md-typeset figure img { display: block }` outrank the rule that hid the dark picture, so
 every figure showed two pictures stacked while a suite that checked which elements existed
 stayed green. So nothing here asks whether an element exists: it asks what is displayed.
 
 1. On every page, in light and dark, on a desktop and a phone: each figure displays exactly
    one picture, the static one, in the scheme's colours; once a reader reaches for it,
-   exactly one, the live view. No page scrolls sideways.
+   exactly one, the live view, drawn in the scheme's colours (read from the pixels) at the
+   screen's resolution. No page scrolls sideways.
 2. Static text is set in the shipped chart font, which the page has loaded and Chromium
    draws with, and no label lies outside its picture.
 3. The live view of the default state looks like the static picture, by a pixel metric
@@ -61,35 +62,78 @@ def rgb(hex_colour: str) -> str:
     return "rgb({}, {}, {})".format(*(int(h[i:i + 2], 16) for i in (0, 2, 4)))
 
 
-# The pictures a figure displays: candidates are the static SVG, the live view's SVG and any
-# image; one counts when its computed display is not none, its visibility is visible, its box
-# has area, and Chromium's own visibility check (ancestors, opacity, closed <details>) agrees.
-# Figures are scrolled into view first: what counts is what a reader looking at one sees.
-PICTURES = """f => [...f.querySelectorAll('svg.eg-static, .eg-view svg.marks, img')].filter(e => {
+# The pictures a figure displays: candidates are the static SVG, the live view's drawing surface
+# (Vega's canvas, or its SVG: either has the class "marks") and any image; one counts when its
+# computed display is not none, its visibility is visible, its box has area, and Chromium's own
+# visibility check (ancestors, opacity, closed <details>) agrees. Figures are scrolled into view
+# first: what counts is what a reader looking at one sees.
+PICTURES = """f => [...f.querySelectorAll('svg.eg-static, .eg-view .marks, img')].filter(e => {
   const s = getComputedStyle(e), r = e.getBoundingClientRect();
   return s.display !== 'none' && s.visibility === 'visible' && r.width > 0 && r.height > 0
     && e.checkVisibility({opacityProperty: true, visibilityProperty: true});
 }).map(e => {
   const r = e.getBoundingClientRect();
-  return {kind: e.matches('svg.eg-static') ? 'static' : e.matches('.eg-view svg.marks') ? 'live' : e.tagName.toLowerCase(),
+  return {kind: e.matches('svg.eg-static') ? 'static' : e.matches('.eg-view .marks') ? 'live' : e.tagName.toLowerCase(),
           left: r.left, top: r.top, right: r.right, bottom: r.bottom};
 })"""
 
-# Every paint of the static picture that names a palette role, with what Chromium computed.
+# Every paint the static picture displays, as Chromium computed it: for each drawing element
+# (not a group), its fill and stroke, and the palette role its classes name for each, if any
+# (theme.paint_class: f-ROLE paints the fill, s-ROLE the stroke).
 PAINTS = """f => {
   const out = [];
-  for (const e of f.querySelectorAll('svg.eg-static [style*="--eg-chart-"]')) {
+  for (const e of f.querySelectorAll('svg.eg-static :is(path, line, rect, circle, ellipse, polygon, polyline, text)')) {
     const s = getComputedStyle(e);
-    for (const m of e.getAttribute('style').matchAll(/(fill|stroke):\\s*var\\(--eg-chart-([a-z0-9-]+)/g))
-      out.push([m[2], m[1], s[m[1]]]);
+    for (const [prop, key] of [['fill', 'f'], ['stroke', 's']]) {
+      const named = [...e.classList].find(c => c.startsWith(key + '-'));
+      out.push([named ? named.slice(2) : null, prop, s[prop]]);
+    }
   }
   return out;
 }"""
 
 AXIS_LABEL_FILLS = """(f, where) => [...f.querySelectorAll(where + ' .role-axis-label text')].map(t => getComputedStyle(t).fill)"""
 
-LIVE_FONTS = """f => [...f.querySelectorAll('.eg-view svg.marks text')].filter(t => t.textContent.trim())
-  .map(t => getComputedStyle(t).fontFamily)"""
+# The text a live view draws, read from Vega's scenegraph, which its renderer (a canvas, or SVG)
+# paints item by item: each text item's role, text, fill and font, and its box on the page in CSS
+# pixels (item bounds are in their group's frame, offset by the groups above, the view's origin
+# and its padding).
+LIVE_TEXTS = """f => {
+  const fig = window.explainerGen && window.explainerGen.figures().find(x => x.el === f);
+  const marks = f.querySelector('.eg-view .marks');
+  if (!fig || !marks) return [];
+  const view = fig.result.view, r = marks.getBoundingClientRect();
+  const natural = marks.tagName === 'CANVAS' ? marks.width / (marks.getContext('2d').pixelRatio || 1)
+                                              : +marks.getAttribute('width');
+  const k = r.width / natural, pad = view.padding(), out = [];
+  const ox = view.origin()[0] + pad.left, oy = view.origin()[1] + pad.top;
+  const walk = (mark, dx, dy) => {
+    for (const it of mark.items || []) {
+      if (mark.marktype === 'text' && String(it.text ?? '').trim() && it.bounds && (it.opacity ?? 1) > 0) {
+        const b = it.bounds;
+        out.push({role: mark.role, text: String(it.text), fill: it.fill, font: it.font || '',
+                  left: r.left + k * (ox + dx + b.x1), top: r.top + k * (oy + dy + b.y1),
+                  right: r.left + k * (ox + dx + b.x2), bottom: r.top + k * (oy + dy + b.y2)});
+      }
+      for (const child of it.items || []) walk(child, dx + (it.x || 0), dy + (it.y || 0));
+    }
+  };
+  walk(view.scenegraph().root, 0, 0);
+  return out;
+}"""
+
+# The live view's drawing surface holds a pixel for each of the screen's (a canvas has its own
+# resolution; an SVG is drawn at the screen's).
+SHARP = """f => { const m = f.querySelector('.eg-view .marks'), r = m.getBoundingClientRect();
+  return m.tagName !== 'CANVAS' || (m.width >= Math.floor(r.width * devicePixelRatio)
+                                    && m.height >= Math.floor(r.height * devicePixelRatio)); }"""
+
+BACKGROUND = "() => getComputedStyle(document.body).backgroundColor.match(/\\d+/g).slice(0, 3).map(Number)"
+
+# A canvas draws its text in whatever font is loaded when it draws (the loader waits for the
+# chart font before it draws a view): the family's faces must be loaded, not merely declared.
+CHART_FONT_LOADED = """() => [...document.fonts].filter(f => f.family.replace(/["']/g, '') === 'Explainer Sans')
+  .map(f => f.status).join() === 'loaded,loaded'"""
 
 SIDEWAYS = "() => ({scroll: document.documentElement.scrollWidth, inner: innerWidth})"
 
@@ -101,18 +145,61 @@ def kinds(shown: list[dict]) -> list[str]:
 
 
 def scheme_colours(fig, index: int) -> list[str]:
-    """What in the static picture is not in the scheme's colours (empty when all is)."""
+    """What in the static picture is not in the scheme's colours (empty when all is): every paint
+    displayed is the scheme's colour of a palette role, the one its class names if it names one."""
     wrong = []
     paints = fig.evaluate(PAINTS)
-    if not paints:
+    scheme = {rgb(v[index]) for v in PALETTE.values()}
+    if not any(role for role, _, _ in paints):
         wrong.append("no palette colours in the static picture")
     for role, prop, value in paints:
-        if value != rgb(PALETTE[role][index]):
+        if role is not None and value != rgb(PALETTE[role][index]):
             wrong.append(f"{prop} of a {role} mark is {value}, not {rgb(PALETTE[role][index])}")
+        elif role is None and value not in ("none", "rgba(0, 0, 0, 0)") and value not in scheme:
+            wrong.append(f"a {prop} is {value}, which is no palette colour of this scheme")
     labels = fig.evaluate(AXIS_LABEL_FILLS, "svg.eg-static")
     if not labels or set(labels) != {rgb(PALETTE["muted"][index])}:
         wrong.append(f"axis labels are {sorted(set(labels))}, not {rgb(PALETTE['muted'][index])}")
     return sorted(set(wrong))
+
+
+def screenshot_rgb(page, clip: dict) -> np.ndarray:
+    """A region of the page (CSS pixels) as displayed: an RGB array at the screen's resolution."""
+    png = page.screenshot(clip=clip, animations="disabled")
+    # Decoded by Chromium (no image library in the test dependencies), in the same page: a
+    # second page would be in front, and Chromium would throttle this one's frames.
+    w, h, raw = page.evaluate(DECODE, base64.b64encode(png).decode())
+    return np.frombuffer(base64.b64decode(raw), np.uint8).reshape(h, w, 4)[..., :3].astype(np.int16)
+
+
+def live_label_colour(page, fig, role: str = "axis-label") -> tuple[set[str], str | None]:
+    """A live figure's labels of `role`: the fills Vega paints them with (its scenegraph), and the
+    colour displayed, read from a screenshot: the commonest colour among the labels' strongly
+    inked pixels (at least half as far from the page background as the farthest). Anti-aliasing
+    mixes a glyph's colour with the background behind it, so the pixels a glyph covers fully,
+    the commonest of the inked ones, show the colour itself. Read on a screen of devicePixelRatio
+    2, where full pixels are most of a label's ink (at 1 a thin label may have none)."""
+    # Scrolled at once (the theme scrolls smoothly, which would move the labels under the screenshot).
+    fig.evaluate("f => f.querySelector('.eg-view .marks').scrollIntoView({block: 'center', behavior: 'instant'})")
+    labels = [t for t in fig.evaluate(LIVE_TEXTS) if t["role"] == role]
+    if not labels:
+        return set(), None
+    x0, y0 = max(0, int(min(t["left"] for t in labels)) - 1), max(0, int(min(t["top"] for t in labels)) - 1)
+    x1, y1 = int(max(t["right"] for t in labels)) + 2, int(max(t["bottom"] for t in labels)) + 2
+    scale = page.evaluate("devicePixelRatio")
+    img = screenshot_rgb(page, {"x": x0, "y": y0, "width": x1 - x0, "height": y1 - y0})
+    bg = np.array(page.evaluate(BACKGROUND), np.int16)
+    ink = np.concatenate([img[int((t["top"] - y0) * scale):int(np.ceil((t["bottom"] - y0) * scale)),
+                              int((t["left"] - x0) * scale):int(np.ceil((t["right"] - x0) * scale))].reshape(-1, 3)
+                          for t in labels])
+    fills = {t["fill"].lower() for t in labels}
+    strength = np.abs(ink - bg).max(axis=1)
+    if not len(ink) or not strength.max():
+        return fills, None
+    strong = ink[strength >= strength.max() / 2]
+    packed = strong[:, 0].astype(np.int32) << 16 | strong[:, 1].astype(np.int32) << 8 | strong[:, 2]
+    values, counts = np.unique(packed, return_counts=True)
+    return fills, "#%06x" % int(values[counts.argmax()])
 
 
 def park(page) -> None:
@@ -135,7 +222,7 @@ def reach(page, fig, phone: bool, timeout: float = 30_000) -> None:
         picture.tap(timeout=timeout)
     else:
         picture.hover(timeout=timeout)
-    fig.locator(".eg-view svg.marks").wait_for(state="visible", timeout=timeout)
+    fig.locator(".eg-view .marks").wait_for(state="visible", timeout=timeout)
     page.wait_for_function(LIVE, arg=fig.element_handle(), timeout=timeout)
     park(page)
 
@@ -155,7 +242,8 @@ def sideways(page, path: str, when: str) -> list[str]:
 def test_each_figure_displays_one_picture_before_and_after_it_goes_live(site, base_url, browser, scheme, screen):
     material, index = SCHEMES[scheme]
     phone = screen == "phone"
-    context = browser.new_context(color_scheme=scheme, **SCREENS[screen])
+    # A high-DPI screen: the live view must be sharp on it, and its labels' colour is read there.
+    context = browser.new_context(color_scheme=scheme, device_scale_factor=2, **SCREENS[screen])
     page = context.new_page()
     problems: list[str] = []
     figures_seen = 0
@@ -178,12 +266,17 @@ def test_each_figure_displays_one_picture_before_and_after_it_goes_live(site, ba
                 shown = fig.evaluate(PICTURES)
                 if kinds(shown) != ["live"]:
                     problems.append(f"{name}: once live it displays {kinds(shown)}, not ['live']")
-                live = fig.evaluate(AXIS_LABEL_FILLS, ".eg-view svg.marks")
-                if not live or set(live) != {rgb(PALETTE["muted"][index])}:
-                    problems.append(f"{name}: live axis labels are {sorted(set(live))}, not {rgb(PALETTE['muted'][index])}")
-                families = {first_family(f) for f in fig.evaluate(LIVE_FONTS)}
-                if families != {FONT_FAMILY}:
-                    problems.append(f"{name}: live labels are set in {sorted(families)}")
+                muted = PALETTE["muted"][index]
+                fills, drawn = live_label_colour(page, fig)
+                if fills != {muted} or drawn != muted:
+                    problems.append(f"{name}: live axis labels are painted {sorted(fills)} and displayed {drawn}, "
+                                    f"not {muted}")
+                families = {first_family(t["font"]) for t in fig.evaluate(LIVE_TEXTS)}
+                if families != {FONT_FAMILY} or not page.evaluate(CHART_FONT_LOADED):
+                    problems.append(f"{name}: live labels are set in {sorted(families)}, chart font loaded: "
+                                    f"{page.evaluate(CHART_FONT_LOADED)}")
+                if not fig.evaluate(SHARP):
+                    problems.append(f"{name}: the live view has fewer pixels than the screen it is drawn on")
                 figures_seen += 1
             if figures.count():
                 problems += sideways(page, path, "with its figures live")
@@ -331,7 +424,7 @@ CHROME = ".md-header, .md-tabs, .md-sidebar, .md-top { visibility: hidden !impor
 REGION = """f => {
   const union = () => {
     let u = null;
-    for (const e of f.querySelectorAll('svg.eg-static, .eg-view svg.marks, img')) {
+    for (const e of f.querySelectorAll('svg.eg-static, .eg-view .marks, img')) {
       const s = getComputedStyle(e), b = e.getBoundingClientRect();
       if (s.display === 'none' || s.visibility !== 'visible' || !b.width || !b.height) continue;
       u = u ? {left: Math.min(u.left, b.left), top: Math.min(u.top, b.top), right: Math.max(u.right, b.right),
@@ -367,11 +460,7 @@ def capture(page, fig) -> np.ndarray:
         r = fig.evaluate(REGION)
     x, y = int(np.floor(r["left"])), int(np.floor(r["top"]))
     clip = {"x": x, "y": y, "width": int(np.ceil(r["right"])) - x, "height": int(np.ceil(r["bottom"])) - y}
-    png = page.screenshot(clip=clip, animations="disabled")
-    # Decoded by Chromium (no image library in the test dependencies), in the same page: a
-    # second page would be in front, and Chromium would throttle this one's frames.
-    w, h, raw = page.evaluate(DECODE, base64.b64encode(png).decode())
-    return np.frombuffer(base64.b64decode(raw), np.uint8).reshape(h, w, 4)[..., :3].astype(np.int16)
+    return screenshot_rgb(page, clip)
 
 
 def background(a: np.ndarray) -> np.ndarray:

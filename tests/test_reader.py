@@ -9,6 +9,8 @@ import yaml
 
 from helpers import REPO, copy_project, mkdocs_build, serve, wait_for_figures
 from conftest import PageWatch
+from test_browser_figures import DRAWING
+from test_pictures import LIVE_TEXTS, live_label_colour
 
 ARTIFACTS = REPO / "test-artifacts"
 from explainer_gen.theme import PALETTE  # noqa: E402
@@ -54,8 +56,22 @@ def test_every_page_loads_cleanly_in_light_and_dark(browser, base_url, site, pag
             watch.assert_clean()
             result = axe.run(page)
             assert result.violations_count == 0, (scheme, path, result.generate_report())
+            live_views_are_named_images(page)
             page.close()
         context.close()
+
+
+def live_views_are_named_images(page) -> None:
+    """A live view (Vega's canvas says nothing itself) is one image, named like the figure and
+    described by the figure's description, as its static picture is."""
+    from playwright.sync_api import expect
+
+    for fig in page.locator(".eg-figure").all():
+        view = fig.locator(".eg-view")
+        assert view.get_attribute("role") == "img"
+        caption = fig.locator("figcaption").inner_text().strip()
+        expect(view).to_have_accessible_name(re.compile(re.escape(caption)))
+        expect(view).to_have_accessible_description(fig.locator(".eg-desc").text_content().strip())
 
 
 def test_instant_navigation_renders_each_figure_once(browser, base_url, site):
@@ -74,43 +90,55 @@ def test_instant_navigation_renders_each_figure_once(browser, base_url, site):
         n = wait_for_figures(page)
         assert page.evaluate("() => window.__explainerGen === true")
         for fig in page.locator(".eg-figure").all():
-            assert fig.locator(".eg-view svg.marks").count() == 1
+            assert fig.locator(".eg-view .marks").count() == 1  # one drawing surface: drawn once
             assert fig.locator(".eg-controls input[type=range]").count() == fig.locator(".eg-controls .eg-slider").count()
         assert page.evaluate("() => window.explainerGen.figures().length") == n
         assert page.locator("script[src*='vega-']").count() == 1  # the bundle loaded once per tab
     # Sliders still drive the figures after all that navigation.
     slider = page.locator(".eg-figure.eg-live input[type=range]").first
-    before = page.inner_html(".eg-figure .eg-view svg.marks")
+    anchor = slider.evaluate("e => e.closest('.eg-figure').id")
+    before = page.evaluate(DRAWING, anchor)
+    assert before
     slider.focus()
     page.keyboard.press("ArrowLeft")
-    page.wait_for_function("b => document.querySelector('.eg-figure .eg-view svg.marks').innerHTML !== b", arg=before)
+    page.wait_for_function(f"b => ({DRAWING})({anchor!r}) !== b", arg=before)
     watch.assert_clean()
     context.close()
 
 
-def axis_label_colour(page) -> str:
-    return page.eval_on_selector(".eg-figure .eg-view svg.marks .role-axis-label text", "e => e.getAttribute('fill')")
+def axis_label_colour(page) -> str | None:
+    """The colour the first figure's live view displays its axis labels in, read from its pixels
+    (test_pictures.live_label_colour), once Vega paints every label with that one colour."""
+    fills, drawn = live_label_colour(page, page.locator(".eg-figure").first)
+    assert len(fills) == 1 and drawn in fills, (fills, drawn)
+    return drawn
 
 
 def test_palette_toggle_rethemes_without_reload(browser, base_url, site):
     ARTIFACTS.mkdir(exist_ok=True)
     path = figure_pages(site)[0]
-    context = browser.new_context(color_scheme="light")
+    # A high-DPI screen, where the labels' colour can be read from their pixels.
+    context = browser.new_context(color_scheme="light", device_scale_factor=2)
     page = context.new_page()
     page.goto(base_url + path)
     wait_for_figures(page)
     page.evaluate("() => { window.__noReload = 1; }")
     light = axis_label_colour(page)
+    assert light == PALETTE["muted"][0]
     page.locator(".eg-figure").first.screenshot(path=str(ARTIFACTS / "figure-light.png"))
     page.locator("label.md-header__button[for^='__palette']:visible").first.click()
     page.wait_for_function("() => document.body.getAttribute('data-md-color-scheme') === 'slate'")
-    page.wait_for_function(f"() => document.querySelector('.eg-figure .eg-view svg.marks .role-axis-label text')"
-                           f".getAttribute('fill') === '{DARK_FG}'")
+    page.wait_for_function(f"f => {{ const t = ({LIVE_TEXTS})(f).filter(t => t.role === 'axis-label');"
+                           f" return t.length && t.every(t => t.fill === '{DARK_FG}'); }}",
+                           arg=page.locator(".eg-figure").first.element_handle())
+    wait_for_figures(page)  # every view redrawn in the new scheme
     assert page.evaluate("() => window.__noReload") == 1
-    assert axis_label_colour(page) != light
+    assert axis_label_colour(page) == DARK_FG != light
     page.locator(".eg-figure").first.screenshot(path=str(ARTIFACTS / "figure-dark.png"))
     for fig in page.locator(".eg-figure").all():
-        assert fig.locator(".eg-view svg.marks").count() == 1
+        assert fig.locator(".eg-view .marks").count() == 1
+        fills, drawn = live_label_colour(page, fig)
+        assert fills == {DARK_FG} and drawn == DARK_FG, (fig.get_attribute("id"), fills, drawn)
     context.close()
 
 
@@ -258,25 +286,41 @@ def test_site_works_under_a_subpath(browser, tmp_path):
 
 
 def test_vega_loads_only_when_a_reader_reaches_for_a_figure(browser, base_url):
+    """A reader who only reads downloads neither Vega nor the page's state (the numbers' texts);
+    the state comes at the reader's first act, and a slider moved before it arrives still ends
+    with the numbers of where the slider stands."""
     context = browser.new_context(color_scheme="dark")
     page = context.new_page()
     requested = []
     page.on("request", lambda r: requested.append(r.url))
+    held = []  # the page state's response, held back until the slider has moved
+    page.route(re.compile(r".*/assets/explainer/page/[^/]*\.json$"), lambda route: held.append(route))
     page.goto(base_url + "explainers/speculative-decoding/")
     page.wait_for_load_state("networkidle")
-    assert not [u for u in requested if "/vega-" in u]
+    assert not [u for u in requested if "/vega-" in u or "/assets/explainer/page/" in u], requested
     first = page.locator(".eg-figure").first
     # Until then each figure is its static picture, in the reader's colour scheme.
     assert first.locator("svg.eg-static").is_visible()
     label = first.locator("svg.eg-static .role-axis-label text").first
     assert label.evaluate("e => getComputedStyle(e).fill") == "rgb(%d, %d, %d)" % tuple(
         int(PALETTE["muted"][1][i:i + 2], 16) for i in (1, 3, 5))
-    # The controls already drive the prose.
+    # The controls drive the prose, even when moved before the page's state has arrived.
     before = page.locator("[data-eg-num]").all_inner_texts()
     slider = first.get_by_role("slider", name="Acceptance rate")
     slider.focus()
     page.keyboard.press("ArrowLeft")
-    assert page.locator("[data-eg-num]").all_inner_texts() != before
-    first.locator(".eg-view svg.marks").wait_for(state="visible")
+    moved_to = slider.input_value()
+    assert len(held) == 1 and page.locator("[data-eg-num]").all_inner_texts() == before
+    # What a page whose state arrived before the slider moved to the same place shows.
+    other = context.new_page()
+    other.goto(base_url + f"explainers/speculative-decoding/?a={moved_to}")
+    other.wait_for_function("() => window.explainerGen && window.explainerGen.state()")
+    expected = other.locator("[data-eg-num]").all_inner_texts()
+    assert expected != before
+    held[0].continue_()
+    page.wait_for_function("""want => JSON.stringify(Array.from(document.querySelectorAll('[data-eg-num]'),
+                                                     e => e.innerText)) === JSON.stringify(want)""",
+                           arg=expected, timeout=5000)
+    first.locator(".eg-view .marks").wait_for(state="visible")
     assert [u for u in requested if "/vega-" in u]
     context.close()

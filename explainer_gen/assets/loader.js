@@ -18,6 +18,9 @@
   var page = null; // this page's JSON: switch, scenarios, sliders, numbers
   var state = null; // {scenario: key, sliders: {name: value}}
   var INTENT = ["pointerenter", "focusin", "touchstart"]; // a reader reaching for a figure
+  // The first signs of a reader acting on the page, anywhere in it (see init).
+  var WAKE = ["pointerover", "pointerdown", "touchstart", "keydown", "focusin", "input", "change"];
+  var wake = function () {}; // reads the page's state, once per page; set by init
   var queue = [];
   var draining = false;
   var jsonCache = new Map();
@@ -106,8 +109,12 @@
     return -1;
   }
 
+  var inputCache = {}; // param -> its range inputs on this page
   function inputs(name) {
-    return Array.prototype.slice.call(document.querySelectorAll('.eg-controls input[data-eg-param="' + name + '"]'));
+    if (!inputCache[name]) {
+      inputCache[name] = Array.prototype.slice.call(document.querySelectorAll('.eg-controls input[data-eg-param="' + name + '"]'));
+    }
+    return inputCache[name];
   }
 
   function initialState() {
@@ -129,6 +136,23 @@
       if (sel && v !== null && page.switch[name].indexOf(v) >= 0) sel.value = v;
     });
     return { scenario: scenarioFromSelects(), sliders: sliders };
+  }
+
+  // Every control whose value is not the page's default (and not given by the URL), put back to
+  // its default: [{control, value}].
+  function movedControls() {
+    var q = new URLSearchParams(location.search), out = [];
+    Array.prototype.forEach.call(document.querySelectorAll(".eg-controls input[data-eg-param], select[data-eg-switch]"),
+      function (c) {
+        var isSelect = c.tagName === "SELECT", name = c.getAttribute(isSelect ? "data-eg-switch" : "data-eg-param");
+        if (q.has(name)) return;
+        var def = isSelect ? Array.prototype.filter.call(c.options, function (o) { return o.defaultSelected; })
+          .concat([c.options[0]])[0].value : c.defaultValue;
+        if (isSelect ? c.value === def : +c.value === +def) return; // "0.8" is the value="0.80" it was built with
+        out.push({ control: c, value: c.value });
+        c.value = def;
+      });
+    return out;
   }
 
   function isDefault() {
@@ -194,28 +218,87 @@
     return index;
   }
 
-  function renderNumbers() {
-    var spans = document.querySelectorAll("[data-eg-num]");
-    var scenario = { size: page.scenarios.length, pos: Math.max(0, scenarioIndex(state.scenario)) };
-    for (var i = 0; i < spans.length; i++) {
-      var n = page.numbers[spans[i].getAttribute("data-eg-num")];
-      if (!n) continue;
-      var text = n.texts[flatIndex(n.deps, scenario)];
-      if (text !== undefined && spans[i].textContent !== text) {
-        spans[i].textContent = text;
-        changed.add(spans[i]);
-      }
+  // While a reader drags a slider, the numbers on screen (and half a screen around) follow every
+  // move; the others, which would only reflow text nobody sees, once the reader pauses, or as
+  // soon as they come near the screen.
+  var near = new Set(); // number spans on or near the screen
+  var nearObserver = null;
+  var farStale = false; // some span away from the screen shows an earlier position
+  var numbersTimer = null;
+
+  function watchNumbers() {
+    if (nearObserver) nearObserver.disconnect();
+    near.clear();
+    farStale = false;
+    if (!window.IntersectionObserver) return;
+    nearObserver = new IntersectionObserver(function (entries) {
+      entries.forEach(function (e) {
+        if (!e.isIntersecting) { near.delete(e.target); return; }
+        near.add(e.target);
+        if (farStale && state) renderNumber(e.target, currentScenario());
+      });
+    }, { rootMargin: "50% 0px" });
+    Array.prototype.forEach.call(document.querySelectorAll("[data-eg-num]"), function (el) { nearObserver.observe(el); });
+  }
+
+  function currentScenario() {
+    return { size: page.scenarios.length, pos: Math.max(0, scenarioIndex(state.scenario)) };
+  }
+
+  function renderNumber(span, scenario) {
+    var n = page.numbers[span.getAttribute("data-eg-num")];
+    if (!n) return;
+    var text = n.texts[flatIndex(n.deps, scenario)];
+    if (text !== undefined && span.textContent !== text) {
+      span.textContent = text;
+      changed.add(span);
     }
+  }
+
+  // Every number on the page, or (nearOnly) those on or near the screen.
+  function renderNumbers(nearOnly) {
+    var spans = document.querySelectorAll("[data-eg-num]"), scenario = currentScenario();
+    var skipped = false;
+    for (var i = 0; i < spans.length; i++) {
+      if (nearOnly && nearObserver && !near.has(spans[i])) { skipped = true; continue; }
+      renderNumber(spans[i], scenario);
+    }
+    farStale = skipped;
+    if (!nearOnly) { clearTimeout(numbersTimer); numbersTimer = null; }
+  }
+
+  function renderNumbersSoon() {
+    var gen = generation;
+    renderNumbers(true);
+    clearTimeout(numbersTimer);
+    numbersTimer = setTimeout(function () { if (gen === generation) renderNumbers(false); }, 150);
   }
 
   // -- what a screen reader hears ----------------------------------------------------------
   // Each figure's description is filled from its template with the current position's
-  // precomputed texts. Once the reader pauses, one polite announcement says the sentences
-  // whose numbers changed, or, if none did, the description of the figure they moved.
+  // precomputed texts, once the reader pauses (a drag need not rewrite hidden text every frame).
+  // Once the reader pauses longer, one polite announcement says the sentences whose numbers
+  // changed, or, if none did, the description of the figure they moved.
   var changed = new Set();
   var moved = null; // the figure whose slider moved last
   var announceTimer = null;
+  var undescribed = new Set(); // figures whose description waits for the pause
+  var describeTimer = null;
   var MAX_SENTENCES = 3;
+
+  function describeSoon(fig) {
+    var gen = generation;
+    undescribed.add(fig);
+    clearTimeout(describeTimer);
+    describeTimer = setTimeout(function () { if (gen === generation) describePending(); }, 150);
+  }
+
+  function describePending() {
+    clearTimeout(describeTimer);
+    describeTimer = null;
+    undescribed.forEach(describeFigure);
+    undescribed.clear();
+  }
 
   function describeFigure(fig) {
     var d = fig.payload && fig.payload.describe, el = fig.el.querySelector(".eg-desc");
@@ -260,6 +343,8 @@
   }
 
   function announce() {
+    describePending();
+    if (numbersTimer) renderNumbers(false);
     var region = document.querySelector(".eg-announce");
     var said = [];
     // In reading order; a scenario change can touch every paragraph, so say the first few.
@@ -334,12 +419,28 @@
       (spec.signals || []).forEach(function (sig) {
         if (fig.params.indexOf(sig.name) >= 0 && sig.name in state.sliders) sig.value = state.sliders[sig.name];
       });
-      var options = { mode: "vega", actions: false, renderer: "svg", tooltip: { theme: scheme() } };
+      // Canvas: a slider move redraws a bitmap instead of rebuilding hundreds of SVG nodes
+      // (Vega scales it by devicePixelRatio, and redraws when that changes).
+      var options = { mode: "vega", actions: false, renderer: "canvas", tooltip: { theme: scheme() } };
       return window.vegaEmbed(fig.view, spec, options).then(function (result) {
         if (gen !== generation) { result.finalize(); return; }
+        name(fig);
         fig.result = result;
       });
     });
+  }
+
+  // A canvas says nothing to a screen reader: the view is one image, named like the static
+  // picture it replaces. Vega made the view's element a "graphics-document" labelled by the
+  // spec's description; it becomes role="img" with the page's own name (html.py's aria-label,
+  // else the caption) and the figure's description, which describeFigure keeps current.
+  function name(fig) {
+    var v = fig.view, caption = fig.el.querySelector("figcaption"), desc = fig.el.querySelector(".eg-desc");
+    v.setAttribute("role", "img");
+    v.removeAttribute("aria-roledescription");
+    if (fig.label) v.setAttribute("aria-label", fig.label);
+    else if (caption && caption.id) { v.removeAttribute("aria-label"); v.setAttribute("aria-labelledby", caption.id); }
+    if (desc && desc.id) v.setAttribute("aria-describedby", desc.id);
   }
 
   function schedule(fig) {
@@ -371,14 +472,15 @@
       var out = other.parentNode.querySelector("output");
       if (out) out.textContent = other.value;
     });
+    var own = input.closest(".eg-figure");
     figures.forEach(function (fig) {
       if (fig.params.indexOf(name) < 0) return;
-      if (input.closest(".eg-figure") === fig.el) moved = fig;
+      if (own === fig.el) moved = fig;
       if (fig.result) fig.result.view.signal(name, value).runAsync();
       else schedule(fig); // its static image shows the default state: bring it to life
-      describeFigure(fig);
+      describeSoon(fig);
     });
-    renderNumbers();
+    renderNumbersSoon();
     writeURLSoon();
     announceSoon();
   }
@@ -411,6 +513,17 @@
     generation++;
     clearTimeout(urlTimer);
     clearTimeout(announceTimer);
+    clearTimeout(describeTimer);
+    describeTimer = null;
+    undescribed.clear();
+    clearTimeout(numbersTimer);
+    numbersTimer = null;
+    if (nearObserver) { nearObserver.disconnect(); nearObserver = null; }
+    near.clear();
+    farStale = false;
+    inputCache = {};
+    WAKE.forEach(function (type) { window.removeEventListener(type, wake, true); });
+    wake = function () {};
     changed.clear();
     moved = null;
     figures.forEach(function (fig) { if (fig.result) fig.result.finalize(); });
@@ -430,18 +543,38 @@
     figures = Array.prototype.slice.call(document.querySelectorAll(".eg-figure[data-eg-figure]")).map(function (el) {
       var params = Array.prototype.map.call(el.querySelectorAll(".eg-controls input[data-eg-param]"),
         function (input) { return input.getAttribute("data-eg-param"); });
-      return { el: el, view: el.querySelector(".eg-view"), url: resolve(el, "data-eg-figure"),
+      var view = el.querySelector(".eg-view");
+      return { el: el, view: view, url: resolve(el, "data-eg-figure"), label: view.getAttribute("aria-label"),
                payload: null, result: null, params: params, wanted: false };
     });
     // Listen for a reader reaching for a figure from the start; what arrives before the
     // page's state is known is remembered and acted on once it is.
     figures.forEach(function (fig) {
-      function want() { fig.wanted = true; if (state) schedule(fig); }
+      function want() { fig.wanted = true; if (state) schedule(fig); else wake(); }
       INTENT.forEach(function (type) { fig.el.addEventListener(type, want, { once: true, passive: true }); });
     });
+    // The page's state (every number's texts, the scenarios) is read only once it can matter:
+    // at once for a shared link, whose numbers differ from the built page's, and otherwise at the
+    // reader's first pointer, touch, key or control. A reader who only reads the page as built
+    // never downloads or parses it, and the page's first seconds carry no work of ours.
+    var started = false;
+    wake = function () {
+      if (started) return;
+      started = true;
+      WAKE.forEach(function (type) { window.removeEventListener(type, wake, true); });
+      start(gen, root);
+    };
+    if (location.search) wake();
+    else WAKE.forEach(function (type) { window.addEventListener(type, wake, { capture: true, passive: true }); });
+  }
+
+  function start(gen, root) {
     fetchJSON(resolve(root, "data-eg-page")).then(function (info) {
       if (gen !== generation) return;
       page = checked("page state", info);
+      // Controls the reader moved before the state arrived (or the browser restored on going
+      // back) start from the page's own state and are then moved, as the reader moved them.
+      var early = movedControls();
       state = initialState();
       showControls();
       // The root holds the page's own sliders too: only a select of the switch changes the scenario.
@@ -452,11 +585,16 @@
         c.addEventListener("input", onInput);
       });
       renderNumbers();
+      watchNumbers();
       changed.clear(); // a shared link's numbers are what the page opens with, not news
       var shared = !isDefault(); // a shared link: its state differs from every static image
       figures.forEach(function (fig) {
         // Until a reader reaches for a figure, its static image is the chart: no Vega needed.
         if (shared || fig.wanted || fig.el.matches(":hover") || fig.el.contains(document.activeElement)) schedule(fig);
+      });
+      early.forEach(function (m) {
+        m.control.value = m.value;
+        if (m.control.tagName === "SELECT") onScenario(); else onInput({ target: m.control });
       });
     }).catch(report);
   }
