@@ -65,11 +65,19 @@ def test_svg_and_csv_exist_and_match_the_model(site, speedup_fig):
     html, payload, path = speedup_fig
     svg_text = re.search(r'<svg class="eg-static".*?</svg>', html, re.S).group(0)
     assert "Batch size" in svg_text
-    # One picture for both schemes: every paint is a palette variable with its light value behind.
-    from explainer_gen.theme import PALETTE, css_var
-    paints = re.findall(r'(?:fill|stroke):([^;"]+)', svg_text)
-    assert paints and all(p in ("none", "transparent") or p.startswith("var(--eg-chart-") for p in paints), paints
-    assert f"var({css_var('muted')}, {PALETTE['muted'][0]})" in svg_text
+    # One picture for both schemes: no colour is written into it. Every paint is a palette class,
+    # which the site's style sheet paints with the scheme's variable, its light value behind.
+    from explainer_gen.theme import PALETTE, css_var, paint_class
+    assert not re.findall(r'(?:fill|stroke)\s*[:=]\s*"?\s*(?:#|rgb)', svg_text), "a colour written into the picture"
+    assert "style=" not in svg_text
+    classes = {c for attr in re.findall(r'class="([^"]*)"', svg_text) for c in attr.split()}
+    paints = {c for c in classes if re.fullmatch(r"[fs]-[\w-]+", c)}
+    known = {paint_class(prop, role) for role in PALETTE for prop in ("fill", "stroke")}
+    assert paints and paints <= known, paints - known
+    css = (site / "assets/explainer/explainer.css").read_text()
+    for c in paints:
+        prop, role = {"f": "fill", "s": "stroke"}[c[0]], c[2:]
+        assert f".eg-static .{c} {{ {prop}: var({css_var(role)}, {PALETTE[role][0]}); }}" in css, c
     csv_href = re.search(r'<a href="([^"]+\.csv)" download', html).group(1)
     rows = list(csv.DictReader(io.StringIO(((site / SPEC_PAGE).parent / csv_href).read_text())))
     assert len(rows) == len(payload["data"]["a"])
