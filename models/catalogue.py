@@ -54,10 +54,30 @@ class LLM:
     kv_heads: int
     head_dim: int
     params: int
+    vocab: int  # rows of the input embedding (and of the output head)
+    tied_embeddings: bool  # the output head is the input embedding itself (config: tie_word_embeddings)
     source: str  # the config and checkpoint the shapes and count come from
 
     def weight_bytes(self, bytes_per_param: float = BYTES_PER_BF16) -> float:
+        """What the weights hold in memory."""
         return self.params * bytes_per_param
+
+    @property
+    def step_params(self) -> int:
+        """The weights a forward pass reads and multiplies, per token: every one but the input
+        embedding table when the output head is a matrix of its own. The embedding is only
+        looked up, one row per token (`lookup_bytes`); a tied head is that same table, read whole
+        and multiplied, so then nothing is left out."""
+        return self.params if self.tied_embeddings else self.params - self.vocab * self.hidden
+
+    def read_bytes(self, tokens=1, bytes_per_param: float = BYTES_PER_BF16):
+        """The weight bytes a pass over `tokens` positions reads: the multiplied weights once, and
+        each position's row of an untied input embedding (`weight_bytes` is what memory holds)."""
+        return self.step_params * bytes_per_param + self.lookup_bytes(tokens, bytes_per_param)
+
+    def lookup_bytes(self, tokens=1, bytes_per_param: float = BYTES_PER_BF16):
+        """The input-embedding rows a pass looks up (counted apart only when the head is untied)."""
+        return (0 if self.tied_embeddings else self.hidden * bytes_per_param) * tokens
 
 
 
@@ -115,6 +135,9 @@ def _rows(data: Any, section: str, cls: type, path: str) -> dict[str, Any]:
             if kind == "str":
                 if not isinstance(value, str) or not value:
                     raise SourceError(path, raw.line_of(name), f"{name} must be a non-empty string")
+            elif kind == "bool":
+                if not isinstance(value, bool):
+                    raise SourceError(path, raw.line_of(name), f"{name} must be true or false, got {value!r}")
             else:
                 if isinstance(value, bool) or not isinstance(value, (int, float)):
                     raise SourceError(path, raw.line_of(name), f"{name} must be a number, got {value!r}")
@@ -128,6 +151,11 @@ def _rows(data: Any, section: str, cls: type, path: str) -> dict[str, Any]:
         if cls is LLM and values["hidden"] != values["heads"] * values["head_dim"]:
             raise SourceError(path, raw.line_of("hidden"), f"hidden {values['hidden']} is not heads × head_dim "
                               f"({values['heads']} × {values['head_dim']}); check the model's config")
+        if cls is LLM and (2 - values["tied_embeddings"]) * values["vocab"] * values["hidden"] >= values["params"]:
+            tables = "the embedding table" if values["tied_embeddings"] else "an input embedding and an untied head"
+            raise SourceError(path, raw.line_of("vocab"), f"{tables} of vocab × hidden ({values['vocab']} × "
+                              f"{values['hidden']}) would hold all of the {values['params']} parameters; check vocab, "
+                              f"hidden and params against the model's config")
         rows[values["key"]] = cls(**values)
     return rows
 

@@ -149,6 +149,10 @@ CATALOGUE_CASES = {
     "invalid yaml": (GOOD_CATALOGUE.replace("accelerators:", "accelerators: [", 1), "invalid YAML"),
     "no source": (re.sub(r"\n    source: [^\n]*", "", GOOD_CATALOGUE, count=1), "entry misses field(s): source"),
     "shape": (GOOD_CATALOGUE.replace("hidden: 8192", "hidden: 8000", 1), "hidden 8000 is not heads × head_dim (64 × 128)"),
+    "tied not a yes or no": (GOOD_CATALOGUE.replace("tied_embeddings: false", "tied_embeddings: 0", 1),
+                             "tied_embeddings must be true or false, got 0"),
+    "embedding larger than the model": (GOOD_CATALOGUE.replace("vocab: 128256", "vocab: 1282560", 1),
+                                        "would hold all of the 1235814400 parameters"),
 }
 
 
@@ -168,7 +172,8 @@ def test_catalogue_mistakes(tmp_path, name):
     # The line named is the line of the mistake.
     line = int(re.search(r"cat\.yaml:(\d+): ", out).group(1))
     bad_line = text.split("\n")[line - 1]
-    assert any(w in bad_line for w in ("bandwidth", "tflops", "key", "accelerators", "- key", "name", "hidden")), bad_line
+    assert any(w in bad_line for w in ("bandwidth", "tflops", "key", "accelerators", "- key", "name", "hidden",
+                                       "tied", "vocab")), bad_line
 
 
 def test_failed_build_leaves_previous_site_untouched(tmp_path):

@@ -14,7 +14,7 @@ from explainer_gen.compute.artifacts import FigureRequest, build_figure
 from explainer_gen.sources.controls import default_scenario
 from explainer_gen.compute.figures import REGISTRY
 from helpers import REPO
-from models import kvcache, prefill
+from models import kvcache, prefill, roofline
 
 RAW = yaml.safe_load((REPO / "models" / "catalogue.yaml").read_text())
 ACCS = {a["key"]: a for a in RAW["accelerators"]}
@@ -33,18 +33,28 @@ class Hand:
         self.flops = a["bf16_tflops"] * 1e12 * cards          # FLOP/s over all cards
         self.bw = a["bandwidth_tbps"] * 1e12 * cards          # bytes/s over all cards
         self.memory = a["memory_gb"] * 1e9 * cards
-        self.weights = 2.0 * m["params"]                      # bytes of bf16 weights
+        self.weights = 2.0 * m["params"]                      # bytes of bf16 weights held
+        # What a pass multiplies (and reads whole): all but an untied input embedding, which the
+        # pass only looks up, one row of bf16 per token.
+        untied = 0 if m["tied_embeddings"] else m["vocab"] * m["hidden"]
+        self.step_params = m["params"] - untied
+        self.row = 2.0 * m["hidden"] if untied else 0.0
         self.kv = 2 * m["layers"] * m["kv_heads"] * m["head_dim"] * 2.0  # K and V, bf16, per token
-        self.params, self.layers, self.width = m["params"], m["layers"], m["heads"] * m["head_dim"]
-        # FLOP per byte of weights at which a pass turns compute-bound, in tokens per pass:
-        # 2 N P / F = 2 N / B  =>  P = F / B (two bytes and two FLOPs per parameter).
-        self.ridge = self.flops / self.bw
+        self.layers, self.width = m["layers"], m["heads"] * m["head_dim"]
+        # Tokens per pass at which the arithmetic takes as long as the read, which grows by one
+        # row a token: 2 S P / F = (2 S + r P) / B  =>  P = (2 S / B) / (2 S / F - r / B). Without
+        # the rows it would be F / B (two bytes and two FLOPs per multiplied weight).
+        s2 = 2.0 * self.step_params
+        self.ridge = (s2 / self.bw) / (s2 / self.flops - self.row / self.bw)
+
+    def read(self, p):
+        return 2.0 * self.step_params + self.row * p
 
     def prefill_pass(self, p):
-        return np.maximum(self.weights / self.bw, 2.0 * self.params * p / self.flops)
+        return np.maximum(self.read(p) / self.bw, 2.0 * self.step_params * p / self.flops)
 
     def decode_per_token(self):
-        return self.weights / self.bw
+        return self.read(1) / self.bw
 
     def fits(self, tokens):
         return self.memory * (1 - RESERVE) - self.weights >= self.kv * tokens
@@ -79,16 +89,19 @@ def test_times_per_token_are_the_datasheet_roofline(cat, acc, cards):
 def test_at_the_ridge_a_whole_prefill_takes_one_decode_step(cat, acc):
     hand, r = Hand(acc, 4), resolved(cat, acc, 4)
     ridge = hand.ridge
-    assert ridge == pytest.approx(ACCS[acc]["bf16_tflops"] / ACCS[acc]["bandwidth_tbps"], rel=1e-12)
+    # The looked-up rows move the ridge off the datasheets' FLOP/s ÷ bytes/s by a few parts in 10^5.
+    assert ridge == pytest.approx(ACCS[acc]["bf16_tflops"] / ACCS[acc]["bandwidth_tbps"], rel=1e-4)
+    assert ridge == pytest.approx(roofline.ridge_tokens(r.acc, r.target), rel=1e-12)
     whole = ridge * prefill.prefill_s_per_token(r.acc, r.target, 4, ridge)
-    assert whole == pytest.approx(hand.decode_per_token(), rel=1e-12)
-    # Per token, decode costs P times prefill below the ridge and the ridge's worth above it.
+    assert whole == pytest.approx(hand.read(ridge) / hand.bw, rel=1e-12)
+    # Per token, decode costs about P times prefill below the ridge and the ridge's worth above it.
     ratio = prefill.decode_s_per_token(r.acc, r.target, 4) / prefill.prefill_s_per_token(r.acc, r.target, 4, PROMPTS)
-    np.testing.assert_allclose(ratio, np.minimum(PROMPTS, ridge), rtol=1e-12)
-    # Past the ridge, prefill costs the arithmetic alone: 2 N FLOPs per token.
+    np.testing.assert_allclose(ratio, hand.decode_per_token() / (hand.prefill_pass(PROMPTS) / PROMPTS), rtol=1e-12)
+    np.testing.assert_allclose(ratio, np.minimum(PROMPTS, ridge), rtol=1e-3)
+    # Past the ridge, prefill costs the arithmetic alone: 2 FLOPs per multiplied weight per token.
     past = PROMPTS[PROMPTS > ridge]
-    np.testing.assert_allclose(prefill.prefill_s_per_token(r.acc, r.target, 4, past), 2 * hand.params / hand.flops,
-                               rtol=1e-12)
+    np.testing.assert_allclose(prefill.prefill_s_per_token(r.acc, r.target, 4, past),
+                               2 * hand.step_params / hand.flops, rtol=1e-12)
 
 
 def test_causal_attention_flops(cat):
@@ -97,7 +110,8 @@ def test_causal_attention_flops(cat):
     # Per layer: Q K^T and the weighted sum of V are each 2 P^2 d without the mask; causal halves both.
     by_hand = 80 * (2 * p * p * 8192 + 2 * p * p * 8192) / 2
     assert prefill.attention_flops(m, p) == pytest.approx(by_hand, rel=1e-12)
-    assert prefill.attention_share(m, p) == pytest.approx(by_hand / (2 * 70553706496 * p), rel=1e-12)
+    # Against the arithmetic counted: 2 FLOPs per weight multiplied, the input embedding left out.
+    assert prefill.attention_share(m, p) == pytest.approx(by_hand / (2 * (70553706496 - 1_050_673_152) * p), rel=1e-12)
 
 
 @pytest.mark.parametrize("acc, cards", SCENARIOS)
@@ -123,7 +137,9 @@ def test_the_figure_draws_only_what_fits_and_draws_the_model(cat, kind, acc, car
         rows = cols["what"] == what
         np.testing.assert_allclose(cols["ms"][rows], hand.decode_per_token() * 1e3, rtol=1e-12)
     gap = cols["what"] == "gap"
-    np.testing.assert_allclose(cols["ratio"][gap], np.minimum(cols["tokens"][gap], hand.ridge), rtol=1e-12)
+    t = cols["tokens"][gap]
+    np.testing.assert_allclose(cols["ratio"][gap], hand.decode_per_token() / (hand.prefill_pass(t) / t), rtol=1e-12)
+    np.testing.assert_allclose(cols["ratio"][gap], np.minimum(t, hand.ridge), rtol=1e-3)
     # The slider's points: one per prompt length that fits, none for the others.
     fitting = grid["prompt"][hand.fits(grid["prompt"])]
     assert cols["prompt"][cols["what"] == "prefill-at"].tolist() == fitting.tolist()
@@ -153,7 +169,7 @@ def test_the_static_description_and_table_give_the_hand_numbers(cat, kind):
     hand = Hand("h100-sxm", 4)
     p = sliders["prompt"].default
     decode_ms = hand.decode_per_token() * 1e3
-    floor_us = 2 * hand.params / hand.flops * 1e6
+    floor_us = 2 * hand.step_params / hand.flops * 1e6
     assert f"Decode takes {decode_ms:.1f} ms per generated token" in art.alt
     assert f"ridge at {hand.ridge:,.0f} tokens" in art.alt and f"levels off at {floor_us:.1f} µs" in art.alt
     assert f"At a prompt of {p:,.0f} tokens prefill takes {hand.prefill_pass(p) / p * 1e6:.1f} µs per token, " \
@@ -161,7 +177,7 @@ def test_the_static_description_and_table_give_the_hand_numbers(cat, kind):
     rows = {row[0]: row[1:] for row in art.table.rows}
     assert rows["1"][:3] == [f"{decode_ms:.1f} ms", f"{decode_ms:.1f} ms", "1×"]
     assert rows[f"{p:,.0f} (the prompt slider)"][1:4] == [f"{decode_ms:.1f} ms", f"{hand.ridge:,.0f}×", "compute"]
-    assert rows["32,768"][4] == f"{80 * 32768 * 8192 / hand.params:.1%}"
+    assert rows["32,768"][4] == f"{80 * 32768 * 8192 / hand.step_params:.1%}"
 
 
 def test_a_scenario_where_nothing_fits_says_so(cat, kind):

@@ -24,7 +24,7 @@ import pytest
 from helpers import MKDOCS, REPO, copy_project, env
 
 STEP = re.compile(r'takes <span class="eg-num"[^>]*>([^<]+)</span>')
-TERM = "memory_s = weight_bytes / (cards * acc.bandwidth)"
+TERM = "memory_s = read / (cards * acc.bandwidth)"
 
 
 def step_ms(html: str) -> float:
@@ -63,7 +63,7 @@ def test_an_edit_to_model_code_shows_under_serve_and_is_never_cached_under_the_o
         while (before := served()) is None and time.time() < deadline:
             time.sleep(0.5)
         assert before, "mkdocs serve did not come up"
-        model.write_text(model.read_text().replace(TERM, "memory_s = 2 * weight_bytes / (cards * acc.bandwidth)", 1))
+        model.write_text(model.read_text().replace(TERM, "memory_s = 2 * read / (cards * acc.bandwidth)", 1))
         deadline = time.time() + 180
         after = before
         while after == before and time.time() < deadline:

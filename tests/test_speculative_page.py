@@ -24,6 +24,8 @@ def expected_texts(acc, cards, target, draft, a=0.8, k=4) -> dict[str, str]:
     plain = roofline.step_time(acc, target, cards, 1)
     return {
         "weights": f"{target.params * 2 / 1e9:.0f}\u00a0GB",
+        # Read, not held: all but the untied input embedding's table, and the token's row of it.
+        "weights read": f"{((target.params - target.vocab * target.hidden) * 2 + target.hidden * 2) / 1e9:.0f}\u00a0GB",
         "plain step": f"{float(plain.seconds) * 1e3:.1f}\u00a0ms",
         "tensor-core use": f"{float(plain.utilisation):.2%}",
         "E(a,k)": f"{float(speculative.expected_tokens(a, k)):.1f}",

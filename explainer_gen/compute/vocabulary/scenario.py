@@ -57,8 +57,22 @@ def params(scenario: Resolved, which: str = "target") -> float:
 
 @topic.term(depends=("scenario",))
 def weight_bytes(scenario: Resolved, which: str = "target") -> float:
-    """The model's weights in bf16, bytes."""
+    """The model's weights in bf16 as memory holds them, bytes."""
     return model(scenario, which).weight_bytes()
+
+
+@topic.term(depends=("scenario",))
+def read_bytes(scenario: Resolved, which: str = "target") -> float:
+    """The weight bytes one decode step reads for one token (models.catalogue.LLM.read_bytes)."""
+    return model(scenario, which).read_bytes()
+
+
+@topic.term(depends=("scenario",))
+def embedding_bytes(scenario: Resolved, which: str = "target") -> float:
+    """What memory holds of the weights but a decode step does not read: the untied input
+    embedding's rows that no token looks up."""
+    m = model(scenario, which)
+    return m.weight_bytes() - m.read_bytes()
 
 
 # The model's shape, from the catalogue: layers(), kv_heads('draft'), ...
