@@ -2,16 +2,13 @@
 from __future__ import annotations
 
 from helpers import wait_for_figures
-from test_browser_figures import SETTLED
+from test_browser_figures import LIVE_FIGURE, SETTLED
 
 SPEC = "explainers/speculative-decoding/"
 
 # The drawn geometry of every line mark in a figure, from Vega's scenegraph (what its renderer,
 # a canvas or SVG, paints): each line's points, x and y. Empty while the figure is not live.
-LINES = """id => {
-  const el = document.getElementById(id);
-  const fig = window.explainerGen && window.explainerGen.figures().find(f => f.el === el);
-  if (!fig) return '';
+LINES = "id => {" + LIVE_FIGURE + """
   const out = [];
   const walk = mark => {
     if (mark.marktype === 'line') out.push((mark.items || []).map(i => i.x + ',' + i.y).join(' '));

@@ -21,10 +21,12 @@ FIGURES = {
 # What a live figure draws, read from Vega's scenegraph, which its renderer (a canvas, or SVG)
 # paints item by item: for every item of every mark, its geometry, path, text and paint. Empty
 # when the figure is not live.
-DRAWING = """id => {
+# The body of a function of a figure's id that starts from its live view (`fig`), or returns ''.
+LIVE_FIGURE = """
   const el = document.getElementById(id);
   const fig = window.explainerGen && window.explainerGen.figures().find(f => f.el === el);
-  if (!fig) return '';
+  if (!fig) return '';"""
+DRAWING = "id => {" + LIVE_FIGURE + """
   const out = [];
   const walk = mark => {
     out.push(mark.marktype + ':' + (mark.role || ''));
