@@ -17,6 +17,7 @@ from typing import Callable
 from markdown import Extension, Markdown
 from markdown.postprocessors import Postprocessor
 from markdown.preprocessors import Preprocessor
+from markdown.treeprocessors import Treeprocessor
 
 from .site import SiteBuild
 
@@ -31,6 +32,7 @@ class _Page(Preprocessor):
         src_uri = site.page_for(text, self.ext.hint())
         self.md.explainer_page = src_uri
         self.md.explainer_fences = {}
+        self.md.explainer_tree_done = False
         if src_uri is None:
             return lines
         text, self.md.explainer_fences = site.render_markdown(src_uri, text)
@@ -43,8 +45,22 @@ class _Refs(Postprocessor):
         self.ext = ext
 
     def run(self, text: str) -> str:
+        # Python-Markdown's toc runs every postprocessor on each heading's inner HTML too, while
+        # the tree is still being processed, to name the heading and make its id. Those fragments
+        # are left alone: a glossary link there would put the card's text into the table of
+        # contents and the heading's id. Only the whole body, after the last treeprocessor
+        # (`_TreeDone`), gets its references.
         src_uri = getattr(self.md, "explainer_page", None)
-        return text if src_uri is None else self.ext.site().render_html(src_uri, text)
+        if src_uri is None or not getattr(self.md, "explainer_tree_done", False):
+            return text
+        return self.ext.site().render_html(src_uri, text)
+
+
+class _TreeDone(Treeprocessor):
+    """Marks the end of tree processing: what the postprocessors see from now on is the body."""
+
+    def run(self, root):
+        self.md.explainer_tree_done = True
 
 
 class ExplainerExtension(Extension):
@@ -60,7 +76,9 @@ class ExplainerExtension(Extension):
         md.registerExtension(self)
         # Before whitespace is normalised (30) and superfences takes fences out (31.05, 25).
         md.preprocessors.register(_Page(md, self), "explainer_page", 35)
-        # After everything else, on the final HTML of the page body.
+        # After everything else, on the final HTML of the page body (and not on the heading
+        # fragments that toc renders while the tree is processed: see _Refs).
+        md.treeprocessors.register(_TreeDone(md), "explainer_tree_done", -1000)
         md.postprocessors.register(_Refs(md, self), "explainer_refs", 0)
 
     def reset(self) -> None:

@@ -177,6 +177,33 @@ def test_glossary_links_land_on_existing_anchors(site):
     assert "eg-term-link" not in article(built["glossary/"])
 
 
+def test_headings_and_the_table_of_contents_carry_only_their_own_words(site):
+    """A glossary term in a heading is not linked, and no card's text reaches the heading's id or
+    the table of contents: Python-Markdown's toc renders each heading through the postprocessors,
+    where the glossary's postprocessor once linked 'ridge' and put its definition into both
+    (`#the-ridgeridge-point-the-arithmetic-intensity-...`)."""
+    from markdown.extensions.toc import slugify
+
+    def words(fragment: str) -> str:
+        return " ".join(re.sub(r"<[^>]+>", "", fragment).split())
+
+    checked = 0
+    for page in sorted((site / "explainers").glob("*/index.html")):
+        html = page.read_text()
+        headings = {m.group(2): words(re.sub(r'<a class="headerlink".*?</a>', "", m.group(3)))
+                    for m in re.finditer(r'<h([1-6]) id="([^"]+)"[^>]*>(.*?)</h\1>', html, re.S)}
+        toc = re.search(r'<nav class="md-nav md-nav--secondary".*?</nav>\s*</div>', html, re.S).group(0)
+        entries = re.findall(r'<a href="#([^"]+)" class="md-nav__link">\s*<span class="md-ellipsis">(.*?)</span>', toc, re.S)
+        assert entries, page
+        for anchor, text in entries:
+            assert anchor in headings, (page, anchor)
+            assert words(text) == headings[anchor], (page, anchor, words(text))
+            assert anchor == slugify(headings[anchor], "-"), (page, anchor, headings[anchor])
+            checked += 1
+        assert 'class="eg-card"' not in "".join(re.findall(r"<h[1-6][^>]*>.*?</h[1-6]>", article(html), re.S)), page
+    assert checked >= 20
+
+
 def test_glossary_page_covers_the_terms(site):
     body = article((site / "glossary" / "index.html").read_text())
     headings = {re.sub(r"<[^>]+>|¶|&para;", "", h).strip().lower(): i
