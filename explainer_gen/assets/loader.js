@@ -146,8 +146,8 @@
       function (c) {
         var isSelect = c.tagName === "SELECT", name = c.getAttribute(isSelect ? "data-eg-switch" : "data-eg-param");
         if (q.has(name)) return;
-        var def = isSelect ? Array.prototype.filter.call(c.options, function (o) { return o.defaultSelected; })
-          .concat([c.options[0]])[0].value : c.defaultValue;
+        var def = isSelect ? (Array.prototype.find.call(c.options, function (o) { return o.defaultSelected; }) ||
+          c.options[0]).value : c.defaultValue;
         if (isSelect ? c.value === def : +c.value === +def) return; // "0.8" is the value="0.80" it was built with
         out.push({ control: c, value: c.value });
         c.value = def;
@@ -181,12 +181,20 @@
     if (url !== location.pathname + location.search + location.hash) history.replaceState(history.state, "", url);
   }
 
-  var urlTimer = null;
+  // What waits for the reader to pause, by name: each call pushes its own wait back. A page
+  // change drops them all (teardown); `generation` guards a callback already queued.
+  var PAUSE_MS = 150;
+  var timers = {};
+  function afterPause(what, ms, fn) {
+    var gen = generation;
+    clearTimeout(timers[what]);
+    timers[what] = setTimeout(function () { delete timers[what]; if (gen === generation) fn(); }, ms);
+  }
+  function cancel(what) { clearTimeout(timers[what]); delete timers[what]; }
+
   function writeURLSoon() {
     // history.replaceState costs a few milliseconds in Chromium: write once the reader pauses.
-    var gen = generation;
-    clearTimeout(urlTimer);
-    urlTimer = setTimeout(function () { if (gen === generation) writeURL(); }, 150);
+    afterPause("url", PAUSE_MS, writeURL);
   }
 
   function showControls() {
@@ -224,7 +232,6 @@
   var near = new Set(); // number spans on or near the screen
   var nearObserver = null;
   var farStale = false; // some span away from the screen shows an earlier position
-  var numbersTimer = null;
 
   function watchNumbers() {
     if (nearObserver) nearObserver.disconnect();
@@ -264,14 +271,12 @@
       renderNumber(spans[i], scenario);
     }
     farStale = skipped;
-    if (!nearOnly) { clearTimeout(numbersTimer); numbersTimer = null; }
+    if (!nearOnly) cancel("numbers");
   }
 
   function renderNumbersSoon() {
-    var gen = generation;
     renderNumbers(true);
-    clearTimeout(numbersTimer);
-    numbersTimer = setTimeout(function () { if (gen === generation) renderNumbers(false); }, 150);
+    if (farStale) afterPause("numbers", PAUSE_MS, function () { renderNumbers(false); });
   }
 
   // -- what a screen reader hears ----------------------------------------------------------
@@ -281,21 +286,16 @@
   // changed, or, if none did, the description of the figure they moved.
   var changed = new Set();
   var moved = null; // the figure whose slider moved last
-  var announceTimer = null;
   var undescribed = new Set(); // figures whose description waits for the pause
-  var describeTimer = null;
   var MAX_SENTENCES = 3;
 
   function describeSoon(fig) {
-    var gen = generation;
     undescribed.add(fig);
-    clearTimeout(describeTimer);
-    describeTimer = setTimeout(function () { if (gen === generation) describePending(); }, 150);
+    afterPause("describe", PAUSE_MS, describePending);
   }
 
   function describePending() {
-    clearTimeout(describeTimer);
-    describeTimer = null;
+    cancel("describe");
     undescribed.forEach(describeFigure);
     undescribed.clear();
   }
@@ -337,14 +337,12 @@
   }
 
   function announceSoon() {
-    var gen = generation;
-    clearTimeout(announceTimer);
-    announceTimer = setTimeout(function () { if (gen === generation) announce(); }, 500);
+    afterPause("announce", 500, announce);
   }
 
   function announce() {
     describePending();
-    if (numbersTimer) renderNumbers(false);
+    if (farStale) renderNumbers(false);
     var region = document.querySelector(".eg-announce");
     var said = [];
     // In reading order; a scenario change can touch every paragraph, so say the first few.
@@ -511,13 +509,8 @@
   // -- page lifecycle ------------------------------------------------------------------
   function teardown() {
     generation++;
-    clearTimeout(urlTimer);
-    clearTimeout(announceTimer);
-    clearTimeout(describeTimer);
-    describeTimer = null;
+    Object.keys(timers).forEach(cancel);
     undescribed.clear();
-    clearTimeout(numbersTimer);
-    numbersTimer = null;
     if (nearObserver) { nearObserver.disconnect(); nearObserver = null; }
     near.clear();
     farStale = false;
