@@ -149,7 +149,7 @@ class SiteBuild:
             self.pages[p.src_uri] = page
             for fig in page.figures:
                 self.figure_files[fig.anchor + "@" + p.src_uri] = self._figure_files(fig)
-            state = self.memory.get("page-json", page_key) or dumps(contract.page_state(page.controls, page.numbers))
+            state = self.memory.get("page-json", page_key) or dumps(contract.page_state(page.controls, page.numbers, self.catalogue))
             self.memory.put("page-json", page_key, state)
             self.page_json[p.src_uri] = self._add(f"{ASSETS}/page/{short_hash(p.src_uri)}.json", state)
         return self.files

@@ -6,7 +6,8 @@ finishes; slots whose request ended early sit idle. A continuous (iteration-leve
 hands a freed slot to the next waiting request at the very next iteration.
 
 Both schedulers get the same requests, all waiting at time zero, served in the same order. A
-pass costs `roofline.step_time` over the requests that are actually running, so the only
+pass costs `roofline.step_time` over the requests that are actually running, each reading its
+KV cache: its prompt of `context` tokens plus what it has generated so far. The only
 difference between the two is how full the slots are kept. Prefill is left out.
 """
 from __future__ import annotations
@@ -84,18 +85,24 @@ class Run:
         return int(self.slot.max()) + 1
 
 
-def _timed(acc: Accelerator, model: LLM, cards, slot, start, end, release) -> Run:
+def _timed(acc: Accelerator, model: LLM, cards, context, slot, start, end, release) -> Run:
     """Count running requests per step and price each step on the roofline."""
     steps = int(end.max())
     # +1 where a request starts, -1 where it ends; the running sum is the active count.
     delta = np.bincount(start, minlength=steps + 1) - np.bincount(end, minlength=steps + 1)
     active = np.cumsum(delta)[:steps]
-    step_s = step_time(acc, model, cards, np.maximum(active, 1)).seconds
+    # The cache a step reads: every running request's prompt, plus the s - start tokens it has
+    # made by step s; the running sum of the starts of running requests gives the second part.
+    started = (np.bincount(start, weights=start, minlength=steps + 1)
+               - np.bincount(end, weights=start, minlength=steps + 1))
+    made = np.arange(steps) * active - np.cumsum(started)[:steps]
+    running = np.maximum(active, 1)
+    step_s = step_time(acc, model, cards, running, context + made / running).seconds
     clock = np.concatenate([[0.0], np.cumsum(step_s)])
     return Run(slot, start, end, release, active, step_s, clock)
 
 
-def static(lengths: np.ndarray, batch: int, acc: Accelerator, model: LLM, cards) -> Run:
+def static(lengths: np.ndarray, batch: int, acc: Accelerator, model: LLM, cards, context=0) -> Run:
     """Groups of `batch` requests in order; a group starts when the previous one has all finished."""
     lengths = np.asarray(lengths, dtype=int)
     group = np.arange(len(lengths)) // batch
@@ -104,10 +111,10 @@ def static(lengths: np.ndarray, batch: int, acc: Accelerator, model: LLM, cards)
     start = group_start[group]
     end = start + lengths
     release = (group_start + longest)[group]
-    return _timed(acc, model, cards, np.arange(len(lengths)) % batch, start, end, release)
+    return _timed(acc, model, cards, context, np.arange(len(lengths)) % batch, start, end, release)
 
 
-def continuous(lengths: np.ndarray, batch: int, acc: Accelerator, model: LLM, cards) -> Run:
+def continuous(lengths: np.ndarray, batch: int, acc: Accelerator, model: LLM, cards, context=0) -> Run:
     """Each request, in order, takes the slot that frees first (the lowest slot on a tie).
 
     Inherently sequential (each choice depends on the ones before); a heap keeps it O(n log B).
@@ -120,27 +127,28 @@ def continuous(lengths: np.ndarray, batch: int, acc: Accelerator, model: LLM, ca
         slot[i], start[i] = s, t
         heapq.heappush(free, (t + int(n), s))
     end = start + lengths
-    return _timed(acc, model, cards, slot, start, end, end)
+    return _timed(acc, model, cards, context, slot, start, end, end)
 
 
 SCHEDULERS = {"static": static, "continuous": continuous}
 
 
 @lru_cache(maxsize=4096)
-def simulate(scheduler: str, batch: int, spread: float, acc: Accelerator, model: LLM, cards,
+def simulate(scheduler: str, batch: int, spread: float, acc: Accelerator, model: LLM, cards, context=0,
              n: int = N_REQUESTS, mean: float = MEAN_TOKENS, seed: int = SEED) -> Run:
-    """Run the seeded request set at `spread` through one scheduler with `batch` slots.
+    """Run the seeded request set at `spread` through one scheduler with `batch` slots, every
+    request starting from a prompt of `context` tokens already in its cache.
 
     Deterministic, so memoised: a page's figure and its prose ask for the same runs.
     The returned Run is shared; treat it as read-only.
     """
-    return SCHEDULERS[scheduler](output_lengths(spread, n, mean, seed), int(batch), acc, model, cards)
+    return SCHEDULERS[scheduler](output_lengths(spread, n, mean, seed), int(batch), acc, model, cards, context)
 
 
-def tokens_per_s(scheduler: str, batch, spread, acc: Accelerator, model: LLM, cards, **kw) -> np.ndarray:
+def tokens_per_s(scheduler: str, batch, spread, acc: Accelerator, model: LLM, cards, context=0, **kw) -> np.ndarray:
     """Throughput of one scheduler, broadcast over arrays of batch sizes and spreads."""
     batch, spread = np.broadcast_arrays(np.asarray(batch, dtype=float), np.asarray(spread, dtype=float))
     out = np.empty(batch.shape)
     for idx in np.ndindex(batch.shape):
-        out[idx] = simulate(scheduler, int(batch[idx]), float(spread[idx]), acc, model, cards, **kw).tokens_per_s
+        out[idx] = simulate(scheduler, int(batch[idx]), float(spread[idx]), acc, model, cards, context, **kw).tokens_per_s
     return out

@@ -23,6 +23,10 @@ class Accelerator:
     bandwidth_tbps: float
     bf16_tflops: float
     source: str  # the datasheet the numbers come from
+    link_gbps: float  # peer-to-peer interconnect, GB/s one way (vendors quote both directions added)
+    link_source: str  # the vendor's figure as stated, and how the one-way rate follows from it
+    allreduce_us: float  # fixed cost of one small all-reduce across the cards, microseconds
+    allreduce_source: str  # where that cost comes from (no datasheet states one)
 
     @property
     def memory_bytes(self) -> float:
@@ -37,6 +41,16 @@ class Accelerator:
     def flops(self) -> float:
         """Dense BF16 throughput in FLOP per second."""
         return self.bf16_tflops * 1e12
+
+    @property
+    def link_bandwidth(self) -> float:
+        """Interconnect bandwidth to the other cards, one way, in bytes per second."""
+        return self.link_gbps * 1e9
+
+    @property
+    def allreduce_latency(self) -> float:
+        """Fixed cost of one all-reduce, seconds."""
+        return self.allreduce_us * 1e-6
 
     @property
     def ridge(self) -> float:

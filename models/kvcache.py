@@ -62,17 +62,31 @@ def draft_cost(acc: Accelerator, target: LLM, draft: LLM, cards, context,
             - slots(acc, target, cards, context, draft, reserve, bytes_per_param))
 
 
+def tensor_parallel(model: LLM, cards: int) -> bool:
+    """Whether `model` splits evenly over `cards` cards: every card must get whole attention
+    heads and whole KV heads (Megatron-style tensor parallelism splits both)."""
+    return cards >= 1 and model.heads % cards == 0 and model.kv_heads % cards == 0
+
+
+def tensor_parallel_sizes(*models: LLM) -> list[int]:
+    """Card counts every one of `models` splits over: the common divisors of their head counts."""
+    limit = min(min(m.heads, m.kv_heads) for m in models)
+    return [n for n in range(1, limit + 1) if all(tensor_parallel(m, n) for m in models)]
+
+
+def fits(acc: Accelerator, target: LLM, cards, context, draft: LLM | None = None,
+         reserve: float = RESERVE, bytes_per_param: float = BYTES_PER_BF16):
+    """Whether the weights (the draft's too) and one request of `context` tokens of cache fit in
+    `cards` cards' memory less the reserve: the least a configuration needs to run at all."""
+    return slots(acc, target, cards, context, draft, reserve, bytes_per_param) >= 1
+
+
 def min_cards(acc: Accelerator, target: LLM, context, draft: LLM | None = None,
               reserve: float = RESERVE, bytes_per_param: float = BYTES_PER_BF16):
-    """The fewest cards on which one request of `context` tokens fits (`slots` >= 1)."""
+    """The fewest cards, among the tensor-parallel sizes both models split over, on which one
+    request of `context` tokens fits; 0 where even the largest size is too small."""
     context = np.asarray(context, dtype=float)
-    weights = -cache_budget(acc, target, 0, draft, reserve, bytes_per_param)
-    per_card = cache_budget(acc, target, 1, draft, reserve, bytes_per_param) + weights
-    need = cache_bytes_per_token(target, draft, bytes_per_param) * context
-    n = np.maximum(np.ceil((weights + need) / per_card), 1.0)
-
-    def fits(k):
-        return slots(acc, target, k, context, draft, reserve, bytes_per_param) >= 1
-
-    n = np.where(fits(n), n, n + 1)  # the estimate, corrected for rounding either way
-    return np.where((n > 1) & fits(n - 1), n - 1, n)
+    out = np.zeros(context.shape)
+    for n in reversed(tensor_parallel_sizes(target, *([draft] if draft else []))):
+        out = np.where(fits(acc, target, n, context, draft, reserve, bytes_per_param), n, out)
+    return out if out.ndim else float(out)

@@ -1,22 +1,19 @@
 """Prefill against decode, per token, priced by the roofline step time.
 
-A forward pass over T tokens takes `roofline.step_time(..., T)`: the longer of the weight read
-(bf16 weights over HBM bandwidth) and the dense arithmetic (2 x params FLOPs per token over the
-peak bf16 FLOP/s), both from the catalogue's datasheet numbers. Attention is left out there, and
-so here, except in `attention_share`, which says how much it would add.
+A forward pass takes `roofline.step_time`: the longer of its HBM reads and its arithmetic, plus
+the all-reduces between the cards, from the catalogue's datasheet numbers.
 
-- Prefill of a P-token prompt is one pass over P tokens: each prompt token costs
-  `step_time(P) / P`. The weight read is shared among the P tokens, so below the ridge
-  (`roofline.ridge_tokens`) the cost per token falls as 1/P; past it the arithmetic sets it,
-  2 x params FLOPs per token, whatever P.
-- Decode at batch one makes one token per pass: each generated token costs `step_time(1)`,
-  a whole weight read, however long the output.
-
-At the ridge the whole prefill takes exactly one decode step; from there on decode costs
-`ridge_tokens` times more per token than prefill, and below it P times more.
+- Prefill of a P-token prompt is one pass over P positions of one request. The weight read is
+  shared among the P positions, so below the ridge (`roofline.ridge_tokens`) the cost per token
+  falls as 1/P; past it the arithmetic sets it. The prompt's keys and values are made in the
+  pass itself, so nothing is read from a cache; causal attention over the prompt does
+  2 x layers x P^2 x heads x head_dim FLOPs (`attention_flops`), which is P positions
+  attending to P / 2 earlier tokens on average.
+- Decode at batch one makes one token per pass: each generated token costs a whole weight read,
+  plus the read of the cache it has built so far.
 
 Only what fits in memory counts: a sequence of P tokens (the prompt being prefilled, or P
-generated tokens) needs the weights plus P tokens of KV cache, which is `kvcache.slots >= 1`.
+generated tokens) needs the weights plus P tokens of KV cache (`kvcache.fits`).
 """
 from __future__ import annotations
 
@@ -26,23 +23,27 @@ from . import kvcache, roofline
 from .catalogue import LLM, Accelerator
 
 
+def prefill_step(acc: Accelerator, model: LLM, cards, prompt) -> roofline.StepTime:
+    """The pass that prefills a `prompt`-token prompt: no cache to read yet (requests=0), each
+    position attending to half the prompt on average under the causal mask."""
+    prompt = np.asarray(prompt, dtype=float)
+    return roofline.step_time(acc, model, cards, prompt, context=prompt / 2.0, requests=0.0)
+
+
 def prefill_s_per_token(acc: Accelerator, model: LLM, cards, prompt):
     """Seconds per prompt token when a `prompt`-token prompt is prefilled in one pass."""
-    prompt = np.asarray(prompt, dtype=float)
-    return roofline.step_time(acc, model, cards, prompt).seconds / prompt
+    return prefill_step(acc, model, cards, prompt).seconds / np.asarray(prompt, dtype=float)
 
 
-def decode_s_per_token(acc: Accelerator, model: LLM, cards, tokens=1.0):
-    """Seconds per generated token when one sequence is decoded a token per pass (batch one).
-
-    The same for every token under this model (no KV reads), so broadcast over `tokens`.
-    """
-    return roofline.step_time(acc, model, cards, 1.0).seconds + 0.0 * np.asarray(tokens, dtype=float)
+def decode_s_per_token(acc: Accelerator, model: LLM, cards, context=0.0):
+    """Seconds for one generated token of one sequence (batch one) whose cache already holds
+    `context` tokens: a whole weight read, plus that cache."""
+    return roofline.step_time(acc, model, cards, 1.0, context=context).seconds
 
 
 def fits(acc: Accelerator, model: LLM, cards, tokens):
     """Whether the weights and `tokens` tokens of one sequence's KV cache fit on `cards` cards."""
-    return kvcache.slots(acc, model, cards, tokens) >= 1
+    return kvcache.fits(acc, model, cards, tokens)
 
 
 def longest_fit(acc: Accelerator, model: LLM, cards, limit: int) -> int:

@@ -1,9 +1,22 @@
-"""Roofline step time: one forward pass of T tokens over N cards.
+"""Roofline step time: one forward pass over N cards, tensor-parallel.
 
-A pass must read the weights it multiplies once, plus one input-embedding row per token
-(bandwidth side), and do 2 FLOPs per multiplied weight per token (compute side); it takes
-whichever is longer. An untied input embedding is looked up, not read whole or multiplied
-(`LLM.step_params`). Attention FLOPs and KV reads are left out.
+A pass computes `tokens` positions that belong to `requests` sequences, each of which already
+holds `context` tokens of KV cache. It must
+
+- read, from HBM, the weights it multiplies once, one input-embedding row per position (an
+  untied input embedding is looked up, not read whole: `LLM.step_params`), and the KV cache of
+  every request once, however many of its positions the pass computes (a verify pass's k + 1
+  positions share one read of their request's cache);
+- do 2 FLOPs per multiplied weight per position, and attention over the cache: per position,
+  layer and cached token, 2 x heads x head_dim FLOPs for the scores and as many for the
+  weighted sum of the values (`attention_flops_per_position`);
+- all-reduce its activations across the cards twice per layer, after attention and after the
+  MLP (Megatron-style tensor parallelism, Shoeybi et al. 2019): `comm_s`.
+
+Reading and arithmetic overlap, so the pass takes the longer of the two; the all-reduces sit
+between layers, where the next layer waits for them, so their time is added. Left out: the new
+keys and values a pass writes (one token's worth per position), activations, and kernel launch
+costs.
 """
 from __future__ import annotations
 
@@ -12,17 +25,21 @@ from dataclasses import dataclass
 import numpy as np
 
 from .catalogue import BYTES_PER_BF16, LLM, Accelerator
+from .kvcache import bytes_per_token as kv_bytes_per_token
 
 
 @dataclass(frozen=True)
 class StepTime:
     """Arrays broadcast over the inputs; times in seconds."""
 
-    memory_s: np.ndarray    # time to read the weights
-    compute_s: np.ndarray   # time to do the arithmetic
-    seconds: np.ndarray     # the step time: the larger of the two
+    weights_s: np.ndarray   # time to read the weights (and looked-up embedding rows)
+    kv_s: np.ndarray        # time to read the requests' KV cache
+    memory_s: np.ndarray    # the two reads together
+    compute_s: np.ndarray   # time to do the arithmetic, attention included
+    comm_s: np.ndarray      # time in all-reduces across the cards (0 on one card)
+    seconds: np.ndarray     # the step time: the larger of memory and compute, plus communication
     compute_bound: np.ndarray
-    intensity: np.ndarray   # FLOP per byte of weights read
+    intensity: np.ndarray   # FLOP per byte read from HBM
     utilisation: np.ndarray  # share of peak FLOP/s used during the step
 
 
@@ -31,26 +48,71 @@ def flops_per_token(model: LLM) -> float:
     return 2.0 * model.step_params
 
 
-def step_time(acc: Accelerator, model: LLM, cards, tokens,
-              bytes_per_param: float = BYTES_PER_BF16) -> StepTime:
+def attention_flops_per_position(model: LLM, context):
+    """Attention FLOPs of one position over `context` cached tokens: for every layer, the scores
+    Q K^T and the weighted sum of V each take 2 x heads x head_dim FLOPs per cached token
+    (Hoffmann et al. 2022, Appendix F, "logits" and "attention reduce")."""
+    return 4.0 * model.layers * model.heads * model.head_dim * np.asarray(context, dtype=float)
+
+
+ALLREDUCES_PER_LAYER = 2  # Megatron-LM: one after attention, one after the MLP (forward pass)
+
+
+def comm_s(acc: Accelerator, model: LLM, cards, tokens, bytes_per_value: float = BYTES_PER_BF16):
+    """Seconds a pass spends in all-reduces: 2 per layer, each a fixed cost plus its bytes.
+
+    Each all-reduce sums a `tokens` x hidden activation across the cards. A ring (or its
+    equivalent over a switch) sends 2 (N - 1) / N of the message from every card, at the
+    one-way link rate. One card sends nothing.
+    """
     cards = np.asarray(cards, dtype=float)
     tokens = np.asarray(tokens, dtype=float)
-    read = model.read_bytes(tokens, bytes_per_param)
-    memory_s = read / (cards * acc.bandwidth)
-    compute_s = flops_per_token(model) * tokens / (cards * acc.flops)
-    seconds = np.maximum(memory_s, compute_s)
+    message = tokens * model.hidden * bytes_per_value
+    one = acc.allreduce_latency + 2.0 * (cards - 1.0) / cards * message / acc.link_bandwidth
+    return np.where(cards > 1, ALLREDUCES_PER_LAYER * model.layers * one, 0.0)
+
+
+def step_time(acc: Accelerator, model: LLM, cards, tokens, context=0.0, requests=None,
+              bytes_per_param: float = BYTES_PER_BF16) -> StepTime:
+    """One pass over `tokens` positions of `requests` sequences (default: one position each, a
+    decode step), each with `context` tokens already in its cache."""
+    cards = np.asarray(cards, dtype=float)
+    tokens = np.asarray(tokens, dtype=float)
+    context = np.asarray(context, dtype=float)
+    requests = tokens if requests is None else np.asarray(requests, dtype=float)
+    weights = model.read_bytes(tokens, bytes_per_param)
+    kv = requests * context * kv_bytes_per_token(model, bytes_per_param)
+    flops = tokens * (flops_per_token(model) + attention_flops_per_position(model, context))
+    weights_s = weights / (cards * acc.bandwidth)
+    kv_s = kv / (cards * acc.bandwidth)
+    memory_s = weights_s + kv_s
+    compute_s = flops / (cards * acc.flops)
+    talk = comm_s(acc, model, cards, tokens, bytes_per_param)
+    seconds = np.maximum(memory_s, compute_s) + talk
     return StepTime(
+        weights_s=weights_s,
+        kv_s=kv_s,
         memory_s=memory_s,
         compute_s=compute_s,
+        comm_s=talk,
         seconds=seconds,
         compute_bound=compute_s > memory_s,
-        intensity=flops_per_token(model) * tokens / read + 0.0 * cards,
+        intensity=flops / (weights + kv) + 0.0 * cards,
         utilisation=compute_s / seconds,
     )
 
 
-def ridge_tokens(acc: Accelerator, model: LLM, bytes_per_param: float = BYTES_PER_BF16) -> float:
-    """Tokens per pass at which the compute time equals the weight-read time: T with
-    flops_per_token * T = ridge * read_bytes(T), the read growing by one embedding row a token."""
+def ridge_tokens(acc: Accelerator, model: LLM, context=0.0, bytes_per_param: float = BYTES_PER_BF16):
+    """Decode batch at which the arithmetic takes as long as the reads (one position a request).
+
+    Solves B (2 step_params + attention(context)) = ridge x (fixed weights + B (row + context x
+    KV bytes a token)) for B. Past a certain context every request brings more bytes than its
+    arithmetic can cover at the ridge, and decode never turns compute-bound: then `inf`.
+    """
+    context = np.asarray(context, dtype=float)
     fixed = model.read_bytes(0, bytes_per_param)
-    return acc.ridge * fixed / (flops_per_token(model) - acc.ridge * model.lookup_bytes(1, bytes_per_param))
+    per_request = model.lookup_bytes(1, bytes_per_param) + context * kv_bytes_per_token(model, bytes_per_param)
+    gain = flops_per_token(model) + attention_flops_per_position(model, context) - acc.ridge * per_request
+    with np.errstate(divide="ignore"):
+        out = np.where(gain > 0, acc.ridge * fixed / np.where(gain > 0, gain, 1.0), np.inf)
+    return out if out.ndim else float(out)

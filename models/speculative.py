@@ -2,6 +2,10 @@
 
 A speculative step runs the draft k times (each over the batch) and then one target pass
 over B x (k + 1) positions. Plain decoding runs one target pass over B positions per token.
+Every request holds `context` tokens of cache in the target and, for the draft, in the draft:
+each draft pass reads the draft's cache, and the verify pass reads the target's cache once
+for all k + 1 positions of a request (`roofline.step_time`). Both models run tensor-parallel
+over the same cards.
 """
 from __future__ import annotations
 
@@ -20,45 +24,59 @@ def expected_tokens(a, k):
     return np.where(a >= 1.0, k + 1.0, e)
 
 
-def plain_step_s(acc: Accelerator, target: LLM, cards, batch,
+def plain_step_s(acc: Accelerator, target: LLM, cards, batch, context=0.0,
                  bytes_per_param: float = BYTES_PER_BF16):
-    return step_time(acc, target, cards, batch, bytes_per_param).seconds
+    return step_time(acc, target, cards, batch, context, bytes_per_param=bytes_per_param).seconds
 
 
-def speculative_step_s(acc: Accelerator, target: LLM, draft: LLM, cards, batch, k,
-                       bytes_per_param: float = BYTES_PER_BF16):
-    """k draft passes over the batch, then one target pass over batch x (k + 1) positions."""
+def draft_step_s(acc: Accelerator, draft: LLM, cards, batch, context=0.0,
+                 bytes_per_param: float = BYTES_PER_BF16):
+    """One draft pass over the batch: one guess for every request."""
+    return step_time(acc, draft, cards, batch, context, bytes_per_param=bytes_per_param).seconds
+
+
+def verify_step_s(acc: Accelerator, target: LLM, cards, batch, k, context=0.0,
+                  bytes_per_param: float = BYTES_PER_BF16):
+    """The target's pass over batch x (k + 1) positions, reading each request's cache once."""
     batch = np.asarray(batch, dtype=float)
     k = np.asarray(k, dtype=float)
-    draft_s = step_time(acc, draft, cards, batch, bytes_per_param).seconds
-    verify_s = step_time(acc, target, cards, batch * (k + 1.0), bytes_per_param).seconds
-    return k * draft_s + verify_s
+    return step_time(acc, target, cards, batch * (k + 1.0), context, requests=batch,
+                     bytes_per_param=bytes_per_param).seconds
 
 
-def speedup(acc: Accelerator, target: LLM, draft: LLM, cards, batch, a, k,
+def speculative_step_s(acc: Accelerator, target: LLM, draft: LLM, cards, batch, k, context=0.0,
+                       bytes_per_param: float = BYTES_PER_BF16):
+    """k draft passes over the batch, then one verify pass over batch x (k + 1) positions."""
+    k = np.asarray(k, dtype=float)
+    return (k * draft_step_s(acc, draft, cards, batch, context, bytes_per_param)
+            + verify_step_s(acc, target, cards, batch, k, context, bytes_per_param))
+
+
+def speedup(acc: Accelerator, target: LLM, draft: LLM, cards, batch, a, k, context=0.0,
             bytes_per_param: float = BYTES_PER_BF16):
     """Tokens per second with speculation over tokens per second without, at the same batch."""
-    plain = plain_step_s(acc, target, cards, batch, bytes_per_param)
-    spec = speculative_step_s(acc, target, draft, cards, batch, k, bytes_per_param)
+    plain = plain_step_s(acc, target, cards, batch, context, bytes_per_param)
+    spec = speculative_step_s(acc, target, draft, cards, batch, k, context, bytes_per_param)
     return expected_tokens(a, k) * plain / spec
 
 
-def breakeven_batch(acc: Accelerator, target: LLM, draft: LLM, cards, a, k,
+def breakeven_batch(acc: Accelerator, target: LLM, draft: LLM, cards, a, k, context=0.0,
                     max_batch: int = 1 << 16, bytes_per_param: float = BYTES_PER_BF16):
-    """Smallest integer batch at which speculation is slower than plain decoding.
+    """Smallest integer batch at which speculation is slower than plain decoding, memory aside
+    (compare with `kvcache.slots`, the batch that fits).
 
     Broadcasts over `a` and `k`; returns 0 where speculation never pays (even at batch 1)
     and -1 where it still pays at `max_batch`.
 
-    Bisection is exact here: below the plain pass's own ridge the plain step is flat while
-    the speculative step only grows, so the speedup never rises; at and above that ridge
-    the speculative step does at least k + 1 times the plain arithmetic, so speedup < 1.
-    The first slower batch therefore splits the range into "pays" and "does not".
+    Bisection assumes speculation, once slower, stays slower as the batch grows. Each step time
+    is the larger of two lines in the batch (reads, arithmetic) plus a line (all-reduces), so the
+    speedup is a ratio of piecewise-linear functions with few pieces; a test scans every batch
+    for every catalogue scenario and context the site offers and finds a single crossing.
     """
     a, k = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(k, dtype=float))
 
     def slower(batch):
-        return speedup(acc, target, draft, cards, batch, a, k, bytes_per_param) < 1.0
+        return speedup(acc, target, draft, cards, batch, a, k, context, bytes_per_param) < 1.0
 
     lo = np.ones(a.shape)                      # largest batch known to pay (or 1)
     hi = np.full(a.shape, float(max_batch))    # smallest batch known not to pay

@@ -26,7 +26,7 @@
   var jsonCache = new Map();
   var bundle = null;
   var bundleUrl = null;
-  var CONTRACT = 2; // explainer_gen/contract.py VERSION: the shape of the JSON read here
+  var CONTRACT = 3; // explainer_gen/contract.py VERSION: the shape of the JSON read here
 
   function checked(what, json) {
     if (!json || json.version !== CONTRACT) {
@@ -101,7 +101,24 @@
       for (var j = 0; j < names.length && match; j++) match = !(names[j] in chosen) || c[names[j]] === chosen[names[j]];
       if (match) return page.scenarios[i].key;
     }
+    // Choices that cannot run (a URL can still ask for one): back to the default's.
+    showScenario(page.default);
     return page.default;
+  }
+
+  // Put the selects on a scenario's choices, grey out those that would not run from it, and say why.
+  function showScenario(key) {
+    var s = page.scenarios[scenarioIndex(key)];
+    if (!s) return;
+    Object.keys(page.switch).forEach(function (name) {
+      var sel = document.querySelector('[data-eg-switch="' + name + '"]');
+      if (!sel) return;
+      var blocked = s.blocked[name] || [];
+      if (sel.value !== s.choices[name]) sel.value = s.choices[name];
+      Array.prototype.forEach.call(sel.options, function (o) { o.disabled = blocked.indexOf(o.value) >= 0; });
+    });
+    var note = document.querySelector(".eg-switch-note");
+    if (note && note.textContent !== s.note) note.textContent = s.note;
   }
 
   function scenarioIndex(key) {
@@ -486,6 +503,7 @@
   function onScenario() {
     var gen = generation;
     state.scenario = scenarioFromSelects();
+    showScenario(state.scenario);
     renderNumbers();
     writeURLSoon();
     announceSoon();
@@ -569,6 +587,7 @@
       // back) start from the page's own state and are then moved, as the reader moved them.
       var early = movedControls();
       state = initialState();
+      showScenario(state.scenario);
       showControls();
       // The root holds the page's own sliders too: only a select of the switch changes the scenario.
       root.addEventListener("change", function (event) {

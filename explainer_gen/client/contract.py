@@ -15,6 +15,9 @@ that would misread it. Bump VERSION on every change of shape, and change `loader
 
 Scenarios are looked up by key, never by position: each scenario lists the switch choice it
 stands for, field by field, and the loader picks the one whose choices match the selects.
+Only scenarios that can run are listed (see pages.PageControls.unfit). Each lists, per switch
+field, the choices that would not run from it (`blocked`: the loader disables those options)
+and the sentence that says why (`note`), so a reader can never pick what cannot run.
 Inline numbers index their `texts` by a scenario's place in the `scenarios` list, which this
 module alone sets.
 """
@@ -22,11 +25,11 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 2
+VERSION = 3
 
 # Keys and the JSON types of their values, for the checks below and for readers of this file.
 PAGE_STATE = {"version": int, "switch": dict, "scenarios": list, "default": str, "sliders": dict, "numbers": dict}
-SCENARIO = {"key": str, "choices": dict}
+SCENARIO = {"key": str, "choices": dict, "blocked": dict, "note": str}
 SLIDER = {"min": (int, float), "step": (int, float), "count": int, "default": (int, float), "decimals": int}
 NUMBER = {"deps": list, "texts": list}
 FIGURE_PAYLOAD = {"version": int, "spec": dict, "vega": dict, "palette": dict, "data": dict, "default": str,
@@ -38,14 +41,16 @@ def choice_text(value: Any) -> str:
     return str(value)
 
 
-def page_state(controls, numbers) -> dict:
+def page_state(controls, numbers, catalogue) -> dict:
     """The page state of a page whose reader controls are `controls` (pages.PageControls) and whose
-    inline numbers are `numbers` (numbers.NumberResult by id)."""
+    inline numbers are `numbers` (numbers.NumberResult by id); `catalogue` names the choices."""
     grid = controls.grid()
     state = {
         "version": VERSION,
         "switch": {field: [choice_text(v) for v in values] for field, values in controls.switch.items()},
-        "scenarios": [{"key": s.key, "choices": {f: choice_text(getattr(s, f)) for f in controls.switch}}
+        "scenarios": [{"key": s.key, "choices": {f: choice_text(getattr(s, f)) for f in controls.switch},
+                       "blocked": {f: [choice_text(v) for v in vs] for f, vs in controls.blocked(s).items() if vs},
+                       "note": controls.note(s, catalogue)}
                       for s in grid],
         "default": controls.scenario.key,
         "sliders": {n: {"min": s.min, "step": s.step, "count": s.count, "default": s.default,
@@ -93,6 +98,11 @@ def check_page_state(state: dict) -> None:
         for field, value in s["choices"].items():
             if value not in state["switch"][field]:
                 raise ValueError(f"scenario {s['key']}: {field} {value!r} is not a choice of the switch")
+        for field, values in s["blocked"].items():
+            if field not in state["switch"] or not set(values) <= set(state["switch"][field]) - {s["choices"][field]}:
+                raise ValueError(f"scenario {s['key']}: blocks {field} {values!r}, which are not other choices of the switch")
+        if bool(s["blocked"]) != bool(s["note"]):
+            raise ValueError(f"scenario {s['key']}: blocked choices and the note that explains them go together")
         keys.append(s["key"])
     if len(set(keys)) != len(keys):
         raise ValueError("page state: two scenarios share a key")

@@ -15,7 +15,7 @@ from models.yamlsource import SourceError, SourceMap, closest, load_yaml
 
 from ..render import mathml
 from .artifacts import FigureArtifacts, FigureRequest
-from ..sources.controls import SCENARIO_FIELDS, Scenario, Slider, check_scenario_value, default_scenario, expect_mapping, parse_scenario, parse_sliders
+from ..sources.controls import FIELD, SCENARIO_FIELDS, Scenario, unfit_reason, Slider, check_scenario_value, default_scenario, expect_mapping, parse_scenario, parse_sliders
 from .figures import REGISTRY
 from .timing import Timing
 from .numbers import Expr, NumberResult, compute_number, find_inline, parse_expr, parse_format
@@ -32,28 +32,43 @@ class PageControls:
     switch: dict[str, list[Any]]
     sliders: dict[str, Slider]
     lines: dict[str, int] = field(default_factory=dict)  # slider name -> its front-matter line
+    # Switch combinations that cannot run (controls.unfit_reason), by key: never computed or drawn.
+    unfit: dict[str, str] = field(default_factory=dict)
 
     def identity(self) -> dict:
         """Everything about the controls that decides a number's values, for cache keys."""
         return {"scenario": vars(self.scenario), "switch": self.switch,
-                "sliders": [vars(s) for s in self.sliders.values()]}
+                "sliders": [vars(s) for s in self.sliders.values()], "unfit": self.unfit}
 
-    def variants(self) -> list[Scenario]:
-        """The default scenario first, then every switch combination (outermost field first)."""
-        combos = [replace(self.scenario, **dict(zip(self.switch, values)))
-                  for values in itertools.product(*self.switch.values())]
-        return [self.scenario] + [c for c in combos if c != self.scenario]
-
-    def grid(self) -> list[Scenario]:
-        """Every switch combination in C order, the order the browser indexes them in."""
+    def combinations(self) -> list[Scenario]:
+        """Every switch combination in C order (outermost field first), runnable or not."""
         return [replace(self.scenario, **dict(zip(self.switch, values)))
                 for values in itertools.product(*self.switch.values())] or [self.scenario]
+
+    def variants(self) -> list[Scenario]:
+        """The default scenario first, then every other combination that runs."""
+        return [self.scenario] + [c for c in self.grid() if c != self.scenario]
+
+    def grid(self) -> list[Scenario]:
+        """The combinations that run, in C order: the scenarios the page is computed for."""
+        return [c for c in self.combinations() if c.key not in self.unfit]
+
+    def blocked(self, scenario: Scenario) -> dict[str, list[Any]]:
+        """For each switch field, the choices that would not run if the reader picked them now."""
+        return {f: [v for v in values if replace(scenario, **{f: v}).key in self.unfit]
+                for f, values in self.switch.items()}
+
+    def note(self, scenario: Scenario, catalogue: Catalogue) -> str:
+        """What the switch says about its blocked choices, in the reader's words ("" if none)."""
+        why = [f"{FIELD[f].name_of(v, catalogue)}: {self.unfit[replace(scenario, **{f: v}).key]}"
+               for f, values in self.blocked(scenario).items() for v in values]
+        return ("Greyed out, as they would not run: " + "; ".join(why) + ".") if why else ""
 
 
 def parse_controls(meta: Any, path: str, catalogue: Catalogue) -> PageControls:
     raw = meta.get("explainer") if isinstance(meta, dict) else None
     if raw is None:
-        return PageControls(default_scenario(catalogue), {}, {})
+        return PageControls(default_scenario(catalogue), {}, {})  # the site's default is checked to run
     line = meta.line_of("explainer") if isinstance(meta, SourceMap) else 1
     raw = expect_mapping(raw, path, line, "the page's explainer settings", PAGE_KEYS)
     scenario = parse_scenario(raw.get("scenario"), path, raw.line_of("scenario"), default_scenario(catalogue), catalogue)
@@ -69,7 +84,18 @@ def parse_controls(meta: Any, path: str, catalogue: Catalogue) -> PageControls:
                                   f"{getattr(scenario, key)!r}")
     sliders = parse_sliders(raw.get("sliders"), path, raw.line_of("sliders"), {})
     lines = {name: raw["sliders"].line_of(name) for name in sliders}  # a mapping: parse_sliders checked it
-    return PageControls(scenario, switch, sliders, lines)
+    controls = PageControls(scenario, switch, sliders, lines)
+    # The draft runs, and takes memory, on a page whose reader can choose it.
+    with_draft = "draft" in switch
+    for s in controls.combinations():
+        why = unfit_reason(s.resolve(catalogue), with_draft)
+        if why:
+            controls.unfit[s.key] = why
+    if scenario.key in controls.unfit:
+        where = raw.line_of("scenario") if "scenario" in raw else line
+        raise SourceError(path, where, f"the page's scenario cannot run: {controls.unfit[scenario.key]}; "
+                          "choose more cards, a larger accelerator or a shorter context")
+    return controls
 
 
 @dataclass
@@ -126,7 +152,10 @@ def parse_figure(fence: Fence, path: str, controls: PageControls, catalogue: Cat
     base = {n: controls.sliders.get(n, s) for n, s in kind.sliders.items()}
     sliders = parse_sliders(raw.get("sliders"), path, raw.line_of("sliders"), base, allowed=tuple(kind.sliders))
     pinned = parse_scenario(raw.get("scenario"), path, raw.line_of("scenario"), default_scenario(catalogue), catalogue)
-    pinned_fields = {k: getattr(pinned, k) for k in (raw.get("scenario") or {})}
+    # Fields the kind does not read stay at the page's default, so the figure is computed once for
+    # every choice of those it reads; the fence's own scenario pins fields outright.
+    pinned_fields = {**{f: getattr(controls.scenario, f) for f in SCENARIO_FIELDS if f not in kind.reads},
+                     **{k: getattr(pinned, k) for k in (raw.get("scenario") or {})}}
     own = [replace(s, **pinned_fields) for s in controls.variants()]
     variants = list(dict.fromkeys(own))
     scenario_map = {page.key: replace(page, **pinned_fields).key for page in controls.grid()}

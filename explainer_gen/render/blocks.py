@@ -92,14 +92,20 @@ def page_root_html(page: PageBuild, page_json_url: str, bundle_url: str, loader_
     Each switch field's label and its choices' names come from the scenario table (controls.py).
     """
     selects = []
-    for name, values in page.controls.switch.items():
-        default = getattr(page.controls.scenario, name)
+    controls = page.controls
+    blocked = controls.blocked(controls.scenario)  # choices that would not run from the default
+    for name, values in controls.switch.items():
+        default = getattr(controls.scenario, name)
         options = "".join(
-            f'<option value="{esc(v)}"{" selected" if v == default else ""}>{esc(FIELD[name].name_of(v, catalogue))}</option>'
+            f'<option value="{esc(v)}"{" selected" if v == default else ""}{" disabled" if v in blocked[name] else ""}>'
+            f'{esc(FIELD[name].name_of(v, catalogue))}</option>'
             for v in values)
         selects.append(f'<label class="eg-select"><span>{esc(FIELD[name].label)}</span>'
-                       f'<select name="{esc(name)}" data-eg-switch="{esc(name)}" data-eg-default="{esc(default)}">{options}</select></label>')
-    switch = (f'<form class="eg-scenario" aria-label="Scenario">{"".join(selects)}</form>'
+                       f'<select name="{esc(name)}" data-eg-switch="{esc(name)}" data-eg-default="{esc(default)}"'
+                       f' aria-describedby="eg-switch-note">{options}</select></label>')
+    # Why some choices are greyed out; the loader rewrites it for the scenario the reader is in.
+    note = f'<p class="eg-switch-note" id="eg-switch-note">{esc(controls.note(controls.scenario, catalogue))}</p>'
+    switch = (f'<form class="eg-scenario" aria-label="Scenario">{"".join(selects)}{note}</form>'
               if selects else "")
     # The page's sliders that no figure shows (used by the prose alone) get their controls here.
     sliders = controls_html(page.page_sliders(), "eg-page", group=PAGE_SLIDERS_LABEL)

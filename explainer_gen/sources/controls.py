@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from models import kvcache
 from models.catalogue import LLM, Accelerator, Catalogue, UnknownKey
 from models.yamlsource import SourceError, SourceMap, closest, line_of
 
@@ -119,12 +120,15 @@ class ScenarioField:
     name: str    # the front-matter key and the Scenario attribute
     label: str   # the switch's label
     csv: str     # the CSV column
-    table: str | None  # "accelerators" or "models": values are catalogue keys; None: a card count
+    table: str | None  # "accelerators" or "models": values are catalogue keys; None: a count
+    unit: str = ""     # a count's noun, singular ("card", "token")
+    most: int = 0      # the largest count allowed
 
     def check(self, value: Any, catalogue: Catalogue, path: str, line: int) -> Any:
         if self.table is None:
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1024:
-                raise SourceError(path, line, f"{self.name} must be a whole number from 1 to 1024, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= self.most:
+                raise SourceError(path, line, f"{self.name} must be a whole number from 1 to {self.most:,}, "
+                                  f"got {value!r}")
             return value
         if not isinstance(value, str):
             raise SourceError(path, line, f"{self.name} must be a catalogue key (a string), got {value!r}")
@@ -134,9 +138,9 @@ class ScenarioField:
         return value
 
     def name_of(self, value: Any, catalogue: Catalogue) -> str:
-        """What readers see for a value: the catalogue row's name, or "4 cards"."""
+        """What readers see for a value: the catalogue row's name, or "4 cards", "2,048 tokens"."""
         if self.table is None:
-            return f"{value} card{'s' if value != 1 else ''}"
+            return f"{value:,} {self.unit}{'s' if value != 1 else ''}"
         return getattr(catalogue, self.table)[value].name
 
 
@@ -144,9 +148,10 @@ class ScenarioField:
 # the one table that parsing, the switch, labels and CSV headers read.
 SCENARIO_TABLE = (
     ScenarioField("accelerator", "Accelerator", "accelerator", "accelerators"),
-    ScenarioField("cards", "Cards", "cards", None),
+    ScenarioField("cards", "Cards", "cards", None, "card", 1024),
     ScenarioField("target", "Target model", "target model", "models"),
     ScenarioField("draft", "Draft model", "draft model", "models"),
+    ScenarioField("context", "Context", "context (tokens)", None, "token", 1 << 20),
 )
 SCENARIO_FIELDS = tuple(f.name for f in SCENARIO_TABLE)
 FIELD = {f.name: f for f in SCENARIO_TABLE}
@@ -154,17 +159,19 @@ FIELD = {f.name: f for f in SCENARIO_TABLE}
 
 @dataclass(frozen=True)
 class Scenario:
-    """Where the models run: hardware, card count and the two models, by catalogue key. The
-    site's default is the catalogue's `defaults: scenario:` (see default_scenario)."""
+    """Where the models run: hardware, card count, the two models (by catalogue key), and the
+    context every request holds in its KV cache, in tokens. The site's default is the
+    catalogue's `defaults: scenario:` (see default_scenario)."""
 
     accelerator: str
     cards: int
     target: str
     draft: str
+    context: int
 
     def resolve(self, catalogue: Catalogue) -> "Resolved":
         return Resolved(self, catalogue.accelerator(self.accelerator), self.cards,
-                        catalogue.model(self.target), catalogue.model(self.draft))
+                        catalogue.model(self.target), catalogue.model(self.draft), self.context)
 
     @property
     def key(self) -> str:
@@ -183,6 +190,30 @@ class Resolved:
     cards: int
     target: LLM
     draft: LLM
+    context: int
+
+
+def unfit_reason(r: Resolved, with_draft: bool) -> str | None:
+    """Why the scenario cannot run, in a reader's words, or None when it can.
+
+    It runs when its models split into whole heads over its cards (tensor parallelism) and their
+    weights, plus one request's cache at its context, fit in the cards' memory less the reserve
+    (models.kvcache.fits). The draft counts when the page runs it (`with_draft`).
+    """
+    models = [r.target] + ([r.draft] if with_draft else [])
+    for m in models:
+        if not kvcache.tensor_parallel(m, r.cards):
+            return (f"{m.name} does not split over {r.cards} cards: its {m.heads} heads and {m.kv_heads} "
+                    f"KV heads must divide evenly")
+    draft = r.draft if with_draft else None
+    if kvcache.fits(r.acc, r.target, r.cards, r.context, draft):
+        return None
+    who = f"{r.target.name} and its {r.draft.name} draft" if draft else r.target.name
+    need = int(kvcache.min_cards(r.acc, r.target, r.context, draft))
+    if need:
+        return f"{who} need{'' if draft else 's'} {need} × {r.acc.name} at {r.context:,} tokens of context"
+    most = kvcache.tensor_parallel_sizes(*models)[-1]
+    return f"{who} do{'' if draft else 'es'} not fit on {most} × {r.acc.name}, the most {'they split' if draft else 'it splits'} over"
 
 
 def check_scenario_value(field: str, value: Any, catalogue: Catalogue, path: str, line: int) -> Any:
@@ -202,7 +233,11 @@ def default_scenario(catalogue: Catalogue) -> Scenario:
     for key in raw:
         if key not in FIELD:
             raise SourceError(path, raw.line_of(key), f"unknown scenario key {key!r}; {closest(key, SCENARIO_FIELDS)}")
-    return Scenario(**{f: check_scenario_value(f, raw[f], catalogue, path, raw.line_of(f)) for f in SCENARIO_FIELDS})
+    scenario = Scenario(**{f: check_scenario_value(f, raw[f], catalogue, path, raw.line_of(f)) for f in SCENARIO_FIELDS})
+    why = unfit_reason(scenario.resolve(catalogue), with_draft=True)
+    if why:
+        raise SourceError(path, raw.line, f"the default scenario cannot run: {why}")
+    return scenario
 
 
 def parse_scenario(raw: Any, path: str, line: int, base: Scenario, catalogue: Catalogue) -> Scenario:

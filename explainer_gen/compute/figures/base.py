@@ -37,7 +37,7 @@ from typing import ClassVar, Iterable, Mapping
 import altair as alt
 import numpy as np
 
-from ...sources.controls import Resolved, Slider
+from ...sources.controls import SCENARIO_FIELDS, Resolved, Slider
 from ..numbers import Format, plural as plural_of
 
 Columns = dict[str, np.ndarray]
@@ -59,6 +59,10 @@ class FigureKind:
     sliders: ClassVar[dict[str, Slider]]
     # Column name -> human label, in CSV order.
     columns: ClassVar[dict[str, str]]
+    # The scenario fields `compute` reads. A page computes and stores the figure once for each
+    # distinct choice of these only; the others are held at the page's default (pages.parse_figure).
+    # A test changes every other field and checks that the figure's data do not move.
+    reads: ClassVar[tuple[str, ...]] = SCENARIO_FIELDS
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         """Long-form table over every slider position; must include one column per slider."""

@@ -1,7 +1,7 @@
 """Concurrent requests (slots) against context length, with and without a speculative draft.
 
-The lines follow the card-count slider; two points mark the context-length slider on them, so
-the gap between the lines at that point is what running the draft costs in slots.
+The lines are for the scenario's cards; two points mark the scenario's context on them, so the
+gap between the lines at that point is what running the draft costs in slots.
 """
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import numpy as np
 from models import kvcache
 
 from ...sources.controls import Resolved, Slider
-from .base import count, Columns, FigureKind, TableView, register, rows_at, slider_params, table_data
-from .longform import follows, part, stack
+from .base import count, Columns, FigureKind, TableView, register, table_data
+from .longform import part, stack
 
 CONTEXT_RANGE = (1024, 131072)
 # Four points per doubling of context draw the curves; the slider's points sit on them.
@@ -24,29 +24,24 @@ VARIANTS = {"plain": "target alone", "spec": "target + draft"}
 class KVSlots(FigureKind):
     name = "kv-slots"
     title = "Concurrent requests against context length"
-    sliders = {
-        "ctx": Slider("ctx", "Context length (tokens)", 1024, 131072, 1024, 8192),
-        "ncards": Slider("ncards", "Cards", 1, 8, 1, 4),
-    }
+    sliders: dict[str, Slider] = {}
     columns = {"what": "row", "variant": "memory holds", "context": "context length (tokens)",
-               "slots": "concurrent requests", "ctx": "context slider", "ncards": "cards"}
+               "slots": "concurrent requests"}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
+        """The lines on the scenario's cards, and a point on each at the scenario's context."""
         parts = []
-        ctx_grid = grid["ctx"]
-        for n in grid["ncards"]:
-            for key, label in VARIANTS.items():
-                draft = r.draft if key == "spec" else None
-                parts.append(part("line", len(CONTEXTS), variant=label, context=CONTEXTS,
-                                  slots=kvcache.slots(r.acc, r.target, n, CONTEXTS, draft), ctx=0, ncards=n))
-                parts.append(part("point", len(ctx_grid), variant=label, context=ctx_grid,
-                                  slots=kvcache.slots(r.acc, r.target, n, ctx_grid, draft), ctx=ctx_grid, ncards=n))
+        here = np.array([float(r.context)])
+        for key, label in VARIANTS.items():
+            draft = r.draft if key == "spec" else None
+            parts.append(part("line", len(CONTEXTS), variant=label, context=CONTEXTS,
+                              slots=kvcache.slots(r.acc, r.target, r.cards, CONTEXTS, draft)))
+            parts.append(part("point", 1, variant=label, context=here,
+                              slots=kvcache.slots(r.acc, r.target, r.cards, here, draft)))
         return stack(parts, list(self.columns))
 
     def chart(self, sliders: dict[str, Slider]) -> alt.TopLevelMixin:
-        cards, ctx = sliders["ncards"], sliders["ctx"]
-        base = alt.Chart(table_data()).transform_filter(
-            f"{follows(['line'], [cards])} || {follows(['point'], [cards, ctx])}")
+        base = alt.Chart(table_data())
         x = alt.X("context:Q", title="Context length per request (tokens)",
                   scale=alt.Scale(type="log", base=2, domain=list(CONTEXT_RANGE)),
                   axis=alt.Axis(values=[1024, 4096, 16384, 65536, 131072], labelExpr="datum.value / 1024 + 'k'"))
@@ -65,18 +60,16 @@ class KVSlots(FigureKind):
             align="left", dx=8, dy=-10).encode(x=x, y=y, text="label:N", color=color)
         below = text.transform_filter(f"datum.variant == '{VARIANTS['spec']}'").mark_text(
             align="right", dx=-8, dy=14).encode(x=x, y=y, text="label:N", color=color)
-        return alt.layer(lines, dots, above, below).add_params(*slider_params(sliders)).properties(height=320)
+        return alt.layer(lines, dots, above, below).properties(height=320)
 
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
-        n = sliders["ncards"].default
         rows = []
-        for c in (2048, 8192, 32768, 131072):
-            if c not in sliders["ctx"].values():
-                continue  # a page narrowed the context slider, or moved its grid off this length
-            here = rows_at(cols, sliders, {"ctx": c, "ncards": n}, what="point")
-            shown = [cols["slots"][here & (cols["variant"] == label)][0] for label in VARIANTS.values()]
-            rows.append([f"{c:,}", f"{shown[0]:.0f}", f"{shown[1]:.0f}", f"{shown[0] - shown[1]:.0f}"])
-        return TableView(caption=f"Slots for {r.target.name} on {n:g} × {r.acc.name}, "
+        for c in sorted({2048, 8192, 32768, 131072, r.context}):
+            shown = [float(kvcache.slots(r.acc, r.target, r.cards, c, r.draft if key == "spec" else None))
+                     for key in VARIANTS]
+            rows.append([f"{c:,}" + (" (this scenario)" if c == r.context else ""), f"{shown[0]:.0f}",
+                         f"{shown[1]:.0f}", f"{shown[0] - shown[1]:.0f}"])
+        return TableView(caption=f"Slots for {r.target.name} on {r.cards} × {r.acc.name}, "
                                  f"{kvcache.RESERVE:.0%} of memory reserved, {r.draft.name} as draft",
                          headers=["Context (tokens)", "Target alone", "Target + draft", "Slots the draft costs"],
                          rows=rows)
@@ -86,7 +79,7 @@ class KVSlots(FigureKind):
                    "{draft} draft loaded beside it.")
 
     def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
-        n, c = position["ncards"], position["ctx"]
+        n, c = r.cards, r.context
         plain = float(kvcache.slots(r.acc, r.target, n, c))
         spec = float(kvcache.slots(r.acc, r.target, n, c, r.draft))
         return {"target": r.target.name, "cards": f"{n:g}", "acc": r.acc.name, "ctx": f"{c:,.0f}",

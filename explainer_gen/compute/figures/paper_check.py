@@ -36,6 +36,7 @@ def rows() -> Columns:
 class PaperCheck(FigureKind):
     name = "paper-check"
     title = "Published speedups beside the model's"
+    reads = ()
     sliders: dict[str, Slider] = {}
     columns = {"setting": "setting", "source": "source", "a": "acceptance rate", "k": "lookahead",
                "c": "draft cost over target step", "paper": "published speedup", "model": "model speedup"}

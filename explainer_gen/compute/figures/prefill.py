@@ -6,8 +6,9 @@ at batch one pays the whole read for every token. On log-log axes both are strai
 either side of the ridge, so a few points per doubling and the ridge itself draw them exactly.
 Points on the two lines follow the prompt slider shared with the roofline and step-time figures.
 
-Everything comes from `models.prefill` (the roofline step time, attention left out); only
-prompt lengths whose KV cache fits beside the weights are drawn.
+Everything comes from `models.prefill` (the roofline step time, causal attention included);
+decode is the token that follows a prompt of that length, reading its cache. Only prompt lengths
+whose KV cache fits beside the weights are drawn.
 """
 from __future__ import annotations
 
@@ -38,10 +39,11 @@ def _time(seconds: float) -> str:
 class PrefillVsDecode(FigureKind):
     name = "prefill-vs-decode"
     title = "Time per token against prompt length: prefill and decode"
+    reads = ("accelerator", "cards", "target")
     sliders = {"prompt": PHASE_SLIDERS["prompt"]}
     columns = {"what": "row", "phase": "phase", "tokens": "prompt length (tokens)", "ms": "ms per token",
                "ms_decode": "decode ms per token at that length", "ratio": "decode over prefill, per token",
-               "attention": "share causal attention would add to prefill arithmetic", "prompt": "prompt slider"}
+               "attention": "share causal attention adds to prefill arithmetic", "prompt": "prompt slider"}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         acc, m, n = r.acc, r.target, r.cards
@@ -51,7 +53,7 @@ class PrefillVsDecode(FigureKind):
         def rows(what: str, tokens: np.ndarray, phase: str, prompt) -> Columns:
             tokens = tokens[prefill.fits(acc, m, n, tokens)]  # only what fits in memory is drawn
             pre = prefill.prefill_s_per_token(acc, m, n, tokens) * 1e3
-            dec = prefill.decode_s_per_token(acc, m, n, tokens) * 1e3
+            dec = prefill.decode_s_per_token(acc, m, n, tokens) * 1e3  # the next token, reading the prompt's cache
             return part(what, len(tokens), phase=phase, tokens=tokens, ms=dec if phase == "decode" else pre,
                         ms_decode=dec, ratio=dec / pre, attention=prefill.attention_share(m, tokens),
                         prompt=tokens if prompt else 0)
@@ -120,21 +122,22 @@ class PrefillVsDecode(FigureKind):
                          f"{cols['ratio'][i]:,.0f}×", bound, f"{cols['attention'][i]:.1%}"])
         return TableView(
             caption=(f"Time per token for {m.name} on {n} × {acc.name} in bf16: weight reads and dense arithmetic "
-                     f"at datasheet peaks, attention left out (the last column says what causal attention would add "
-                     f"to prefill's arithmetic)"),
+                     f"at datasheet peaks: weight and cache reads, arithmetic with causal attention (the last column "
+                     f"says how much attention adds to prefill's arithmetic), and the all-reduces between cards"),
             headers=["Prompt (tokens)", "Prefill, per prompt token", "Decode, per generated token",
-                     "Decode over prefill", "Prefill bound by", "Causal attention would add"],
+                     "Decode over prefill", "Prefill bound by", "Causal attention adds"],
             rows=rows)
 
     description = ("Log-log chart of time per token against prompt length for {target} on {cards} × {acc}, "
-                   "from weight reads and dense arithmetic, attention left out. {shape} {now}")
+                   "from weight and cache reads, arithmetic with causal attention, and the all-reduces between "
+                   "cards. {shape} {now}")
 
     def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
         # From the model, as the rows are: facts() gets no slider steps to look rows up by.
         acc, m, n = r.acc, r.target, r.cards
         longest = prefill.longest_fit(acc, m, n, LONGEST)
         ridge = roofline.ridge_tokens(acc, m)
-        decode = _time(float(prefill.decode_s_per_token(acc, m, n)))
+        decode = _time(float(prefill.decode_s_per_token(acc, m, n, 1)))
         if longest == 0:
             shape = "The weights and one token of KV cache do not fit in memory, so nothing is drawn."
         elif longest < ridge:
@@ -143,15 +146,17 @@ class PrefillVsDecode(FigureKind):
                      f"short of the ridge at {ridge:,.0f}.")
         else:
             floor = _time(float(prefill.prefill_s_per_token(acc, m, n, ridge)))
-            shape = (f"Decode takes {decode} per generated token at every length; prefill starts level with it "
-                     f"and falls in proportion to the prompt up to the ridge at {ridge:,.0f} tokens, then levels "
-                     f"off at {floor} per prompt token, {ridge:,.0f}× less than decode.")
+            last = _time(float(prefill.decode_s_per_token(acc, m, n, min(longest, LONGEST))))
+            shape = (f"Decode takes {decode} per generated token after a one-token prompt and {last} after the "
+                     f"longest, whose cache it reads; prefill starts level with it and falls almost in proportion "
+                     f"to the prompt up to the ridge at {ridge:,.0f} tokens, where it takes {floor} per prompt "
+                     f"token, then rises slowly as attention grows with the prompt.")
             if longest < LONGEST:
                 shape += f" Prompts longer than {longest:,} tokens do not fit in memory."
         p = position["prompt"]
         if prefill.fits(acc, m, n, p):
             per = float(prefill.prefill_s_per_token(acc, m, n, p))
-            ratio = float(prefill.decode_s_per_token(acc, m, n)) / per
+            ratio = float(prefill.decode_s_per_token(acc, m, n, p)) / per
             now = f"At a prompt of {p:,.0f} tokens prefill takes {_time(per)} per token, {ratio:,.0f}× less than decode."
         else:
             now = f"A prompt of {p:,.0f} tokens does not fit in memory."

@@ -9,7 +9,7 @@ from __future__ import annotations
 import altair as alt
 import numpy as np
 
-from models import roofline
+from models import prefill, roofline
 
 from ...sources.controls import Resolved, Slider
 from .base import Columns, FigureKind, TableView, register, rows_at, slider_params, table_data
@@ -36,6 +36,7 @@ def phase_filter(sliders: dict[str, Slider], static: list[str]) -> str:
 class Roofline(FigureKind):
     name = "roofline"
     title = "Attainable FLOP/s against arithmetic intensity"
+    reads = ("accelerator", "cards", "target", "context")
     sliders = PHASE_SLIDERS
     columns = {"what": "row", "intensity": "arithmetic intensity (FLOP/byte)",
                "tflops": "attainable TFLOP/s per card", "prompt": "prompt length", "batch": "decode batch"}
@@ -46,9 +47,11 @@ class Roofline(FigureKind):
         roof = np.minimum(acc.flops, acc.bandwidth * roof_i) / 1e12
 
         def phase(what: str, tokens: np.ndarray, **sl) -> Columns:
-            st = roofline.step_time(acc, r.target, r.cards, tokens)
-            # Achieved FLOP/s per card: the share of the step spent computing, times the peak.
-            return part(what, len(tokens), intensity=st.intensity, tflops=st.utilisation * acc.flops / 1e12, **sl)
+            st = phase_pass(r, what, tokens)
+            # Attainable FLOP/s per card at the pass's intensity: its share of the read-or-compute
+            # time spent computing, times the peak (the all-reduces sit outside the roofline).
+            busy = st.compute_s / np.maximum(st.memory_s, st.compute_s)
+            return part(what, len(tokens), intensity=st.intensity, tflops=busy * acc.flops / 1e12, **sl)
 
         prompts, batches = grid["prompt"], grid["batch"]
         return stack([
@@ -60,7 +63,7 @@ class Roofline(FigureKind):
 
     def chart(self, sliders: dict[str, Slider]) -> alt.TopLevelMixin:
         base = alt.Chart(table_data()).transform_filter(phase_filter(sliders, STATIC))
-        x = alt.X("intensity:Q", title="Arithmetic intensity (FLOP per byte of weights)",
+        x = alt.X("intensity:Q", title="Arithmetic intensity (FLOP per byte read)",
                   scale=alt.Scale(type="log", domain=[0.5, 2e4]), axis=alt.Axis(format="~s"))
         y = alt.Y("tflops:Q", title="Attainable TFLOP/s per card", scale=alt.Scale(type="log"),
                   axis=alt.Axis(format="~s"))
@@ -101,7 +104,15 @@ class Roofline(FigureKind):
             return "far down the bandwidth slope" if intensity < r.acc.ridge / 4 else "on the slope below the ridge"
         # From the model at the position, as the points are: facts() has no slider steps to look rows up by.
         batch, prompt = position["batch"], position["prompt"]
-        intensity = lambda tokens: float(roofline.step_time(r.acc, r.target, r.cards, tokens).intensity)  # noqa: E731
         return {"acc": r.acc.name, "ridge": f"{r.acc.ridge:.0f}", "peak": f"{r.acc.bf16_tflops:g}",
                 "batch": f"{batch:g}", "prompt": f"{prompt:,.0f}",
-                "decode_where": where(intensity(batch)), "prefill_where": where(intensity(prompt))}
+                "decode_where": where(float(phase_pass(r, "decode", batch).intensity)),
+                "prefill_where": where(float(phase_pass(r, "prefill", prompt).intensity))}
+
+
+def phase_pass(r: Resolved, phase: str, tokens) -> roofline.StepTime:
+    """The pass a point stands for: prefill of a `tokens`-token prompt, or decode of `tokens`
+    requests at the scenario's context. The step-time figure places the same passes."""
+    if phase == "prefill":
+        return prefill.prefill_step(r.acc, r.target, r.cards, tokens)
+    return roofline.step_time(r.acc, r.target, r.cards, tokens, r.context)

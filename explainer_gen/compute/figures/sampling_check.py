@@ -28,6 +28,7 @@ BARS = [PLAIN, SPEC, DRAFT]
 class SamplingCheck(FigureKind):
     name = "sampling-check"
     title = "Output token frequencies: plain sampling beside speculative sampling"
+    reads = ()
     sliders = {"drift": DRIFT}
     columns = {"drift": "draft drift from the target", "token": "token", "series": "series",
                "share": "share of tokens", "alpha": "acceptance rate sum min(p, q)"}

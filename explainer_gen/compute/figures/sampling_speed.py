@@ -25,6 +25,7 @@ CURVE = np.round(np.linspace(0.0, 1.0, 41), 3)
 class SamplingSpeed(FigureKind):
     name = "sampling-speed"
     title = "Tokens per verify step: the simulated sampler against E(a, k)"
+    reads = ()
     sliders = {"drift": DRIFT}
     columns = {"drift": "draft drift from the target", "alpha": "acceptance rate", "k": "lookahead k",
                "series": "series", "tokens": "tokens per verify step"}

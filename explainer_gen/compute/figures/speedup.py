@@ -4,9 +4,10 @@ from __future__ import annotations
 import altair as alt
 import numpy as np
 
-from models import speculative
+from models import kvcache, speculative
 
 from ...sources.controls import Resolved, Slider
+from ...theme import colour
 from .base import Columns, FigureKind, TableView, grid_product, register, rows_at, slider_filter, slider_params, table_data
 
 LOOKAHEADS = (1, 2, 4, 8)
@@ -20,16 +21,19 @@ class SpeedupVsBatch(FigureKind):
     title = "Speedup over plain decoding against batch size"
     sliders = {"a": Slider("a", "Acceptance rate", 0.05, 0.95, 0.05, 0.8)}
     columns = {"a": "acceptance rate", "k": "lookahead k", "batch": "batch size",
-               "speedup": "speedup over plain decoding"}
+               "speedup": "speedup over plain decoding", "fits": "fits in memory (1) or past the cap (0)"}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         cols = grid_product(grid, k=np.array(LOOKAHEADS, dtype=float), batch=BATCHES.astype(float))
-        cols["speedup"] = speculative.speedup(r.acc, r.target, r.draft, r.cards, cols["batch"], cols["a"], cols["k"])
+        cols["speedup"] = speculative.speedup(r.acc, r.target, r.draft, r.cards, cols["batch"], cols["a"], cols["k"],
+                                              r.context)
+        cols["fits"] = (cols["batch"] <= _cap(r)).astype(float)
         return cols
 
     def chart(self, sliders: dict[str, Slider]) -> alt.TopLevelMixin:
         base = alt.Chart(table_data()).transform_filter(slider_filter(sliders))
-        x = alt.X("batch:Q", title="Batch size (requests)", scale=alt.Scale(type="log", base=2, domain=[1, 1024]),
+        scale = alt.Scale(type="log", base=2, domain=[1, 1024])
+        x = alt.X("batch:Q", title="Batch size (requests)", scale=scale,
                   axis=alt.Axis(values=[1, 4, 16, 64, 256, 1024], format="d"))
         lines = base.mark_line(point=True, strokeWidth=2).encode(
             x=x,
@@ -39,7 +43,11 @@ class SpeedupVsBatch(FigureKind):
                      alt.Tooltip("speedup:Q", title="speedup", format=".2f")],
         )
         even = alt.Chart(alt.InlineData(values=[{"even": 1}])).mark_rule(strokeDash=[4, 4]).encode(y="even:Q")
-        return alt.layer(even, lines).add_params(*slider_params(sliders)).properties(height=320)
+        # The batches past the memory cap: shaded, from the first that does not fit to the axis's end.
+        past = base.transform_filter("datum.fits == 0").transform_aggregate(start="min(batch)").transform_calculate(
+            end="1024").mark_rect(opacity=0.12, color=colour("muted")).encode(x=alt.X("start:Q", scale=scale),
+                                                                             x2="end:Q")
+        return alt.layer(past, even, lines).add_params(*slider_params(sliders)).properties(height=320)
 
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
         m = rows_at(cols, sliders)
@@ -56,9 +64,21 @@ class SpeedupVsBatch(FigureKind):
                                  f"{r.target.name} target, {r.draft.name} draft",
                          headers=["Batch"] + [f"k = {k}" for k in LOOKAHEADS], rows=rows)
 
-    description = ("Line chart of speedup against batch size at acceptance {a} on {cards} × {acc}: up to {best} "
-                   "at small batches, falling below 1× as the batch grows.")
+    description = ("Line chart of speedup against batch size at acceptance {a} on {cards} × {acc}, each request "
+                   "holding {context} tokens of context: up to {best} at small batches, {trend}")
 
     def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
-        return {"a": f"{position['a']:.2f}", "cards": f"{r.cards}", "acc": r.acc.name,
-                "best": f"{cols['speedup'][at].max():.2f}×"}
+        cap = _cap(r)
+        fits = at & (cols["fits"] == 1)
+        low = cols["speedup"][fits].min() if fits.any() else float("nan")
+        trend = ("falling below 1× as the batch grows." if low < 1 else
+                 f"still {low:.2f}× or more at every batch that fits in memory (up to {cap:,.0f} requests).")
+        if cap < 1024:
+            trend += f" Batches past {cap:,.0f} do not fit and are shaded."
+        return {"a": f"{position['a']:.2f}", "cards": f"{r.cards}", "acc": r.acc.name, "context": f"{r.context:,}",
+                "best": f"{cols['speedup'][at].max():.2f}×", "trend": trend}
+
+
+def _cap(r: Resolved) -> float:
+    """The memory cap: requests that fit with both models loaded, at the scenario's context."""
+    return float(kvcache.slots(r.acc, r.target, r.cards, r.context, r.draft))

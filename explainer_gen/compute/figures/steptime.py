@@ -14,7 +14,7 @@ from ...sources.controls import Resolved, Slider
 from ...theme import colour
 from .base import Columns, FigureKind, TableView, register, rows_at, slider_params, table_data
 from .longform import part, stack
-from .roofline import PHASE_SLIDERS, phase_filter
+from .roofline import PHASE_SLIDERS, phase_filter, phase_pass
 
 TOKENS_RANGE = (1.0, 16384.0)
 LINES = {"memory": "weight read (bandwidth floor)", "compute": "arithmetic (compute slope)", "step": "step time"}
@@ -25,6 +25,7 @@ STATIC = list(LINES) + ["ridge"]
 class StepTime(FigureKind):
     name = "step-time"
     title = "Step time against tokens per pass"
+    reads = ("accelerator", "cards", "target", "context")
     sliders = PHASE_SLIDERS
     columns = {"what": "row", "tokens": "tokens per pass", "ms": "milliseconds",
                "prompt": "prompt length", "batch": "decode batch"}
@@ -32,7 +33,7 @@ class StepTime(FigureKind):
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         ends = np.array(TOKENS_RANGE)
         knee = np.array([TOKENS_RANGE[0], roofline.ridge_tokens(r.acc, r.target), TOKENS_RANGE[1]])
-        at = lambda tokens: roofline.step_time(r.acc, r.target, r.cards, tokens)  # noqa: E731
+        at = lambda tokens: roofline.step_time(r.acc, r.target, r.cards, tokens)  # noqa: E731 (the weights alone)
         ridge = roofline.ridge_tokens(r.acc, r.target)
         prompts, batches = grid["prompt"], grid["batch"]
         return stack([
@@ -40,9 +41,9 @@ class StepTime(FigureKind):
             part("compute", 2, tokens=ends, ms=at(ends).compute_s * 1e3, prompt=0, batch=0),
             part("step", 3, tokens=knee, ms=at(knee).seconds * 1e3, prompt=0, batch=0),
             part("ridge", 1, tokens=ridge, ms=at(ridge).seconds * 1e3, prompt=0, batch=0),
-            part("prefill", len(prompts), tokens=prompts, ms=at(prompts).seconds * 1e3,
+            part("prefill", len(prompts), tokens=prompts, ms=phase_pass(r, "prefill", prompts).seconds * 1e3,
                  prompt=prompts, batch=np.zeros(len(prompts))),
-            part("decode", len(batches), tokens=batches, ms=at(batches).seconds * 1e3,
+            part("decode", len(batches), tokens=batches, ms=phase_pass(r, "decode", batches).seconds * 1e3,
                  prompt=np.zeros(len(batches)), batch=batches),
         ], list(self.columns))
 
@@ -75,11 +76,12 @@ class StepTime(FigureKind):
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
         p, b = sliders["prompt"].default, sliders["batch"].default
         rows = []
-        for label, mask in [(f"Decode, batch {b:g}", rows_at(cols, sliders, {"batch": b}, what="decode")),
-                            ("Ridge", cols["what"] == "ridge"),
-                            (f"Prefill, {p:g}-token prompt", rows_at(cols, sliders, {"prompt": p}, what="prefill"))]:
+        for label, phase, mask in [
+                (f"Decode, batch {b:g}", "decode", rows_at(cols, sliders, {"batch": b}, what="decode")),
+                ("Ridge", "ridge", cols["what"] == "ridge"),
+                (f"Prefill, {p:g}-token prompt", "prefill", rows_at(cols, sliders, {"prompt": p}, what="prefill"))]:
             tokens, ms = cols["tokens"][mask][0], cols["ms"][mask][0]
-            st = roofline.step_time(r.acc, r.target, r.cards, tokens)
+            st = roofline.step_time(r.acc, r.target, r.cards, tokens) if phase == "ridge" else phase_pass(r, phase, tokens)
             bound = "compute" if bool(st.compute_bound) else "bandwidth"
             rows.append([label, f"{tokens:,.0f}", f"{ms:,.2f}", bound])
         return TableView(caption=f"Step time of {r.target.name} on {r.cards} × {r.acc.name}",

@@ -1,15 +1,17 @@
 """Tokens per second and time per output token against batch size, from the roofline step time.
 
-A decode step over B requests yields B tokens and takes one step time. Below the ridge the
-step time is flat, so throughput grows with B at no cost in latency; past it, the step grows
-with B, throughput levels off and every request waits longer for each token.
+A decode step over B requests yields B tokens and takes one step time. While the weight read
+dominates, the step time is nearly flat, so throughput grows with B at little cost in latency;
+each request adds its own KV-cache read, and past the ridge its arithmetic, so the step grows
+with B, throughput levels off and every request waits longer for each token. The curves end at
+the memory cap, the most requests of the scenario's context that fit (`kvcache.slots`).
 """
 from __future__ import annotations
 
 import altair as alt
 import numpy as np
 
-from models import roofline
+from models import kvcache, roofline
 
 from ...sources.controls import Resolved, Slider
 from ...theme import colour
@@ -26,18 +28,23 @@ SHOWN = (1, 8, 64, 256, 1024, 4096)
 class BatchThroughput(FigureKind):
     name = "batch-throughput"
     title = "Throughput and time per token against batch size"
+    reads = ("accelerator", "cards", "target", "context")
     sliders: dict[str, Slider] = {}
     columns = {"what": "row", "batch": "batch size", "tps": "tokens per second", "tpot_ms": "ms per output token"}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
-        ridge = roofline.ridge_tokens(r.acc, r.target)
-        batches = np.sort(np.append(BATCHES, ridge))
-        st = roofline.step_time(r.acc, r.target, r.cards, batches)
-        at_ridge = roofline.step_time(r.acc, r.target, r.cards, ridge)
-        return stack([
-            part("curve", len(batches), batch=batches, tps=batches / st.seconds, tpot_ms=st.seconds * 1e3),
-            part("ridge", 1, batch=ridge, tps=ridge / at_ridge.seconds, tpot_ms=at_ridge.seconds * 1e3),
-        ], list(self.columns))
+        cap = _cap(r)
+        ridge = roofline.ridge_tokens(r.acc, r.target, r.context)
+        marks = [b for b in (ridge, cap) if b <= min(cap, BATCHES[-1])]
+        batches = np.unique(np.concatenate([BATCHES[BATCHES <= cap], marks]))
+
+        def at(what: str, b) -> Columns:
+            b = np.atleast_1d(np.asarray(b, dtype=float))
+            st = roofline.step_time(r.acc, r.target, r.cards, b, r.context)
+            return part(what, len(b), batch=b, tps=b / st.seconds, tpot_ms=st.seconds * 1e3)
+
+        return stack([at("curve", batches)] + ([at("ridge", ridge)] if ridge <= cap else [])
+                     + ([at("cap", cap)] if cap <= BATCHES[-1] else []), list(self.columns))
 
     def chart(self, sliders: dict[str, Slider]) -> alt.TopLevelMixin:
         base = alt.Chart(table_data())
@@ -57,20 +64,43 @@ class BatchThroughput(FigureKind):
         rule = ridge.mark_rule(strokeDash=[2, 3], color=colour("muted")).encode(x=x)
         text = ridge.transform_calculate(label="'ridge: batch ' + format(datum.batch, '.0f')").mark_text(
             align="right", dx=-4, baseline="top", y=4, color=colour("muted")).encode(x=x, text="label:N")
-        return (alt.layer(tps, tpot, rule, text).resolve_scale(y="independent").properties(height=320))
+        # Past the memory cap no batch runs: the plot is shaded from the cap to the axis's end.
+        cap = base.transform_filter("datum.what == 'cap'")
+        past = cap.transform_calculate(end="4096").mark_rect(opacity=0.12, color=colour("muted")).encode(
+            x=x, x2="end:Q")
+        cap_text = cap.transform_calculate(label="'memory cap: ' + format(datum.batch, ',.0f')").mark_text(
+            align="right", dx=-4, baseline="top", y=20, color=colour("muted")).encode(
+            x=x, text="label:N")
+        return (alt.layer(past, tps, tpot, rule, text, cap_text).resolve_scale(y="independent")
+                .properties(height=320))
 
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
         rows = []
         for b in SHOWN:
-            i = np.flatnonzero((cols["what"] == "curve") & (cols["batch"] == b))[0]
-            rows.append([f"{b:g}", f"{cols['tps'][i]:,.0f}", f"{cols['tpot_ms'][i]:,.1f}"])
-        return TableView(caption=f"Decode of {r.target.name} on {r.cards} × {r.acc.name}",
+            i = np.flatnonzero((cols["what"] == "curve") & (cols["batch"] == b))
+            rows.append([f"{b:g}", f"{cols['tps'][i[0]]:,.0f}", f"{cols['tpot_ms'][i[0]]:,.1f}"] if len(i)
+                        else [f"{b:g}", "does not fit in memory", "does not fit in memory"])
+        return TableView(caption=f"Decode of {r.target.name} on {r.cards} × {r.acc.name}, every request holding "
+                                 f"{r.context:,} tokens of cache",
                          headers=["Batch", "Tokens per second", "ms per output token"], rows=rows)
 
-    description = ("Log-log chart for {target} on {cards} × {acc}: throughput climbs in proportion to the batch "
-                   "while time per token stays flat, up to a batch of about {ridge}; beyond it throughput flattens "
-                   "and time per token rises.")
+    description = ("Log-log chart for {target} on {cards} × {acc}, each request holding {context} tokens of cache: "
+                   "{shape}")
 
     def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
-        return {"target": r.target.name, "cards": f"{r.cards}", "acc": r.acc.name,
-                "ridge": f"{roofline.ridge_tokens(r.acc, r.target):.0f}"}
+        ridge, cap = roofline.ridge_tokens(r.acc, r.target, r.context), _cap(r)
+        if ridge <= cap:
+            shape = (f"throughput climbs almost in proportion to the batch while time per token stays nearly flat, "
+                     f"up to a batch of about {ridge:,.0f}; beyond it throughput flattens and time per token rises, "
+                     f"until memory runs out at {cap:,.0f} requests.")
+        else:
+            shape = (f"throughput climbs with the batch while time per token rises slowly with every request's "
+                     f"cache read, until memory runs out at {cap:,.0f} requests, before the arithmetic is ever the "
+                     f"limit.")
+        return {"target": r.target.name, "cards": f"{r.cards}", "acc": r.acc.name, "context": f"{r.context:,}",
+                "shape": shape}
+
+
+def _cap(r: Resolved) -> float:
+    """The memory cap: requests of the scenario's context that fit at once."""
+    return float(kvcache.slots(r.acc, r.target, r.cards, r.context))

@@ -12,13 +12,15 @@ topic = Topic("batching")
 @topic.term(depends=("scenario",))
 def static_tps(scenario: Resolved, batch, spread):
     """Tokens per second of the static scheduler at `batch` slots and output-length `spread`."""
-    return batching.tokens_per_s("static", batch, spread, scenario.acc, scenario.target, scenario.cards)
+    return batching.tokens_per_s("static", batch, spread, scenario.acc, scenario.target, scenario.cards,
+                               scenario.context)
 
 
 @topic.term(depends=("scenario",))
 def continuous_tps(scenario: Resolved, batch, spread):
     """Tokens per second of the continuous (iteration-level) scheduler."""
-    return batching.tokens_per_s("continuous", batch, spread, scenario.acc, scenario.target, scenario.cards)
+    return batching.tokens_per_s("continuous", batch, spread, scenario.acc, scenario.target, scenario.cards,
+                               scenario.context)
 
 
 @topic.term(depends=())

@@ -1,13 +1,15 @@
-"""The roofline: step time of one forward pass, and where arithmetic overtakes the weight read.
+"""The roofline: step time of one forward pass, and where arithmetic overtakes the reads.
 
-`tokens` is the number of tokens in the pass (the batch when decoding, the prompt in prefill).
+`tokens` is the number of requests in a decode pass, each computing one position over the
+scenario's context (its KV cache), unless `context` says otherwise.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from models.catalogue import Catalogue
-from models.roofline import ridge_tokens as _ridge_tokens, step_time
+from models.prefill import prefill_step
+from models.roofline import ALLREDUCES_PER_LAYER, ridge_tokens as _ridge_tokens, step_time
 
 from ...sources.controls import Resolved
 from .registry import Topic
@@ -16,34 +18,82 @@ from .scenario import model
 topic = Topic("roofline")
 
 
-@topic.term(depends=("scenario",))
-def step(scenario: Resolved, tokens=1, which: str = "target"):
-    """Seconds for one pass of `tokens` tokens on the scenario's cards: step(1), step(1, 'draft')."""
-    return step_time(scenario.acc, model(scenario, which), scenario.cards, tokens).seconds
+def _pass(scenario: Resolved, tokens, which: str = "target", context=None):
+    """A decode pass of `tokens` requests at the scenario's context (or `context`)."""
+    return step_time(scenario.acc, model(scenario, which), scenario.cards, tokens,
+                     scenario.context if context is None else context)
 
 
 @topic.term(depends=("scenario",))
-def compute_time(scenario: Resolved, tokens=1, which: str = "target"):
-    """The arithmetic alone of that pass, seconds."""
-    return step_time(scenario.acc, model(scenario, which), scenario.cards, tokens).compute_s
+def step(scenario: Resolved, tokens=1, which: str = "target", context=None):
+    """Seconds for a decode pass over `tokens` requests: step(1), step(1, 'draft'), step(8, 'target', 0)."""
+    return _pass(scenario, tokens, which, context).seconds
 
 
 @topic.term(depends=("scenario",))
-def util(scenario: Resolved, tokens=1, which: str = "target"):
+def compute_time(scenario: Resolved, tokens=1, which: str = "target", context=None):
+    """The arithmetic alone of that pass (attention included), seconds."""
+    return _pass(scenario, tokens, which, context).compute_s
+
+
+@topic.term(depends=("scenario",))
+def weights_time(scenario: Resolved, tokens=1, which: str = "target"):
+    """The weight read alone of that pass, seconds."""
+    return _pass(scenario, tokens, which).weights_s
+
+
+@topic.term(depends=("scenario",))
+def kv_time(scenario: Resolved, tokens=1, which: str = "target", context=None):
+    """The KV-cache read alone of that pass, seconds."""
+    return _pass(scenario, tokens, which, context).kv_s
+
+
+@topic.term(depends=("scenario",))
+def comm_time(scenario: Resolved, tokens=1, which: str = "target"):
+    """Seconds that pass spends in all-reduces across the cards (0 on one card)."""
+    return _pass(scenario, tokens, which).comm_s
+
+
+@topic.term(depends=("scenario",))
+def util(scenario: Resolved, tokens=1, which: str = "target", context=None):
     """Share of peak FLOP/s the pass uses."""
-    return step_time(scenario.acc, model(scenario, which), scenario.cards, tokens).utilisation
+    return _pass(scenario, tokens, which, context).utilisation
 
 
 @topic.term(depends=("scenario",))
-def intensity(scenario: Resolved, tokens=1):
-    """FLOP per byte of the target's weights read."""
-    return step_time(scenario.acc, scenario.target, scenario.cards, tokens).intensity
+def intensity(scenario: Resolved, tokens=1, context=None):
+    """FLOP per byte the target's decode pass reads (weights and cache)."""
+    return _pass(scenario, tokens, "target", context).intensity
 
 
 @topic.term(depends=("scenario",))
-def tps(scenario: Resolved, batch=1):
+def tps(scenario: Resolved, batch=1, context=None):
     """Tokens per second of plain decoding at `batch` requests."""
-    return np.asarray(batch, dtype=float) / step_time(scenario.acc, scenario.target, scenario.cards, batch).seconds
+    return np.asarray(batch, dtype=float) / _pass(scenario, batch, "target", context).seconds
+
+
+@topic.term(depends=("scenario",))
+def context(scenario: Resolved) -> float:
+    """Tokens each request holds in its KV cache, the scenario's context."""
+    return float(scenario.context)
+
+
+@topic.term(depends=())
+def allreduces_per_layer() -> int:
+    """All-reduces in each tensor-parallel layer's forward pass (Megatron-LM)."""
+    return ALLREDUCES_PER_LAYER
+
+
+@topic.term(depends=("scenario",))
+def allreduce_us(scenario: Resolved) -> float:
+    """The assumed fixed cost of one all-reduce on the scenario's accelerator, microseconds."""
+    return scenario.acc.allreduce_us
+
+
+@topic.term(depends=("scenario",))
+def link_gbps(scenario: Resolved) -> float:
+    """The accelerator's interconnect to its peers, GB/s one way."""
+    return scenario.acc.link_gbps
 
 
 @topic.term(depends=("scenario",))
@@ -62,12 +112,33 @@ def ridge_of(catalogue: Catalogue, accelerator: str) -> float:
 
 
 @topic.term(depends=("scenario",))
-def ridge_tokens(scenario: Resolved, which: str = "target") -> float:
-    """Tokens per pass at which the arithmetic takes as long as the weight read."""
-    return _ridge_tokens(scenario.acc, model(scenario, which))
+def ridge_tokens(scenario: Resolved, which: str = "target", context=0):
+    """Requests per decode pass at which the arithmetic takes as long as the reads, at `context`
+    tokens of cache each (0 by default: the weights alone); inf where it never does."""
+    return _ridge_tokens(scenario.acc, model(scenario, which), context)
 
 
 @topic.term(depends=("scenario",))
-def compute_bound_batch(scenario: Resolved):
-    """The smallest whole batch whose arithmetic outlasts the weight read."""
-    return np.floor(_ridge_tokens(scenario.acc, scenario.target)) + 1
+def compute_bound_batch(scenario: Resolved, context=None):
+    """The smallest whole batch whose arithmetic outlasts the reads at the scenario's context
+    (or `context`); inf where none does."""
+    return np.floor(_ridge_tokens(scenario.acc, scenario.target,
+                                  scenario.context if context is None else context)) + 1
+
+
+@topic.term(depends=("scenario",))
+def prefill_time(scenario: Resolved, prompt):
+    """Seconds for the pass that prefills a `prompt`-token prompt (models.prefill.prefill_step)."""
+    return prefill_step(scenario.acc, scenario.target, scenario.cards, prompt).seconds
+
+
+@topic.term(depends=("scenario",))
+def prefill_util(scenario: Resolved, prompt):
+    """Share of peak FLOP/s that prefill pass uses."""
+    return prefill_step(scenario.acc, scenario.target, scenario.cards, prompt).utilisation
+
+
+@topic.term(depends=("scenario",))
+def prefill_intensity(scenario: Resolved, prompt):
+    """FLOP per byte that prefill pass reads."""
+    return prefill_step(scenario.acc, scenario.target, scenario.cards, prompt).intensity

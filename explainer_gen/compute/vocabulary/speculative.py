@@ -4,7 +4,9 @@
 """
 from __future__ import annotations
 
-from models import speculative
+import numpy as np
+
+from models import kvcache, speculative
 
 from ...sources.controls import Resolved
 from ..figures import tokens
@@ -19,24 +21,54 @@ def E(a, k):
     return speculative.expected_tokens(a, k)
 
 
-@topic.term(depends=("scenario",))
-def speedup(scenario: Resolved, a, k, batch=1):
-    return speculative.speedup(scenario.acc, scenario.target, scenario.draft, scenario.cards, batch, a, k)
+def _ctx(scenario: Resolved, context):
+    return scenario.context if context is None else context
 
 
 @topic.term(depends=("scenario",))
-def breakeven(scenario: Resolved, a, k):
-    """The batch from which speculation no longer pays."""
-    return speculative.breakeven_batch(scenario.acc, scenario.target, scenario.draft, scenario.cards, a, k)
+def speedup(scenario: Resolved, a, k, batch=1, context=None):
+    return speculative.speedup(scenario.acc, scenario.target, scenario.draft, scenario.cards, batch, a, k,
+                               _ctx(scenario, context))
+
+
+@topic.term(depends=("scenario",))
+def breakeven(scenario: Resolved, a, k, context=None):
+    """The batch from which speculation no longer pays, memory aside (-1: not below 65,536)."""
+    return speculative.breakeven_batch(scenario.acc, scenario.target, scenario.draft, scenario.cards, a, k,
+                                       _ctx(scenario, context))
 
 
 @topic.term(depends=("scenario",))
 def spec_step(scenario: Resolved, k, batch=1):
     """Seconds for k draft steps and one verify pass."""
-    return speculative.speculative_step_s(scenario.acc, scenario.target, scenario.draft, scenario.cards, batch, k)
+    return speculative.speculative_step_s(scenario.acc, scenario.target, scenario.draft, scenario.cards, batch, k,
+                                          scenario.context)
+
+
+@topic.term(depends=("scenario",))
+def verify(scenario: Resolved, k, batch=1):
+    """Seconds for the verify pass alone: k + 1 positions a request, one read of each cache."""
+    return speculative.verify_step_s(scenario.acc, scenario.target, scenario.cards, batch, k, scenario.context)
 
 
 @topic.term(depends=())
 def timeline_tokens() -> int:
     """Tokens the token-timeline figure draws."""
     return tokens.N_TOKENS
+
+
+@topic.term(depends=("scenario",))
+def memory_cap(scenario: Resolved, context=None):
+    """Requests that fit at once with the draft loaded beside the target, each holding `context`
+    tokens (the scenario's by default) in both caches: the largest batch that can run."""
+    return kvcache.slots(scenario.acc, scenario.target, scenario.cards, _ctx(scenario, context), scenario.draft)
+
+
+@topic.term(depends=("scenario",))
+def pays_up_to(scenario: Resolved, a, k, context=None):
+    """The largest batch at which speculation still pays and the batch fits in memory: the
+    memory cap where speculation pays all the way to it, 0 where it never pays."""
+    cap = memory_cap(scenario, context)
+    first = speculative.breakeven_batch(scenario.acc, scenario.target, scenario.draft, scenario.cards, a, k,
+                                        _ctx(scenario, context))
+    return np.where((first < 0) | (first > cap), cap, np.maximum(first - 1, 0))
