@@ -136,8 +136,11 @@ def test_schedules_respect_their_rules(h100, llama70):
 
 
 def test_step_times_come_from_the_roofline(h100, llama70):
-    run = batching.simulate("continuous", 8, 0.5, h100, llama70, 4)
-    expected = roofline.step_time(h100, llama70, 4, run.active).seconds
+    run = batching.simulate("continuous", 8, 0.5, h100, llama70, 4, 512)
+    # Each step reads every running request's cache: its 512-token prompt and what it has made.
+    steps = np.arange(len(run.active))
+    made = np.array([sum(s - b for b, e in zip(run.start, run.end) if b <= s < e) for s in steps])
+    expected = roofline.step_time(h100, llama70, 4, run.active, 512 + made / run.active).seconds
     assert np.allclose(run.step_s, expected)
     assert run.seconds == pytest.approx(expected.sum())
 

@@ -45,11 +45,13 @@ def test_the_loader_reads_the_version_the_build_writes():
     (lambda s: s["scenarios"][0]["choices"].update(accelerator="tpu"), "not a choice"),
     (lambda s: s["numbers"]["n"]["texts"].pop(), "3 texts for 4 positions"),
     (lambda s: s["numbers"]["n"].update(deps=["b"]), "neither the scenario nor a slider"),
+    (lambda s: s["scenarios"][0].update(blocked={"accelerator": ["h100"]}, note="x"), "not other choices"),
+    (lambda s: s["scenarios"][0].update(blocked={"accelerator": ["h200"]}), "go together"),
 ])
 def test_a_malformed_page_state_is_refused(broken, message):
     state = {"version": contract.VERSION, "switch": {"accelerator": ["h100", "h200"]},
-             "scenarios": [{"key": "A", "choices": {"accelerator": "h100"}},
-                           {"key": "B", "choices": {"accelerator": "h200"}}],
+             "scenarios": [{"key": "A", "choices": {"accelerator": "h100"}, "blocked": {}, "note": ""},
+                           {"key": "B", "choices": {"accelerator": "h200"}, "blocked": {}, "note": ""}],
              "default": "A", "sliders": {"a": {"min": 0, "step": 1, "count": 2, "default": 0, "decimals": 0}},
              "numbers": {"n": {"deps": ["scenario", "a"], "texts": ["1", "2", "3", "4"]}}}
     contract.check_page_state(state)  # the well-formed one passes

@@ -40,7 +40,9 @@ class Hand:
         self.step_params = m["params"] - untied
         self.row = 2.0 * m["hidden"] if untied else 0.0
         self.kv = 2 * m["layers"] * m["kv_heads"] * m["head_dim"] * 2.0  # K and V, bf16, per token
-        self.layers, self.width = m["layers"], m["heads"] * m["head_dim"]
+        self.layers, self.width, self.hidden = m["layers"], m["heads"] * m["head_dim"], m["hidden"]
+        self.link = a["link_gbps"] * 1e9                      # one way, bytes/s
+        self.latency = a["allreduce_us"] * 1e-6
         # Tokens per pass at which the arithmetic takes as long as the read, which grows by one
         # row a token: 2 S P / F = (2 S + r P) / B  =>  P = (2 S / B) / (2 S / F - r / B). Without
         # the rows it would be F / B (two bytes and two FLOPs per multiplied weight).
@@ -50,11 +52,21 @@ class Hand:
     def read(self, p):
         return 2.0 * self.step_params + self.row * p
 
-    def prefill_pass(self, p):
-        return np.maximum(self.read(p) / self.bw, 2.0 * self.step_params * p / self.flops)
+    def comm(self, p):
+        """Two all-reduces a layer of a p x hidden bf16 activation, ring-style, none on one card."""
+        n = self.cards
+        return 0.0 if n == 1 else 2 * self.layers * (self.latency + 2 * (n - 1) / n * p * self.hidden * 2 / self.link)
 
-    def decode_per_token(self):
-        return self.read(1) / self.bw
+    def prefill_pass(self, p):
+        # Causal attention: each of the p positions attends to p / 2 earlier ones on average, 4 FLOPs
+        # per head dimension per layer each (scores and the weighted sum); nothing read from a cache.
+        flops = 2.0 * self.step_params * p + 4.0 * self.layers * self.width * p * p / 2
+        return np.maximum(self.read(p) / self.bw, flops / self.flops) + self.comm(p)
+
+    def decode_per_token(self, context=0.0):
+        """The next token after `context` tokens: one position that reads the whole cache."""
+        flops = 2.0 * self.step_params + 4.0 * self.layers * self.width * context
+        return np.maximum((self.read(1) + self.kv * context) / self.bw, flops / self.flops) + self.comm(1)
 
     def fits(self, tokens):
         return self.memory * (1 - RESERVE) - self.weights >= self.kv * tokens
@@ -79,9 +91,9 @@ def test_times_per_token_are_the_datasheet_roofline(cat, acc, cards):
     got_pre = prefill.prefill_s_per_token(r.acc, r.target, cards, PROMPTS)
     got_dec = prefill.decode_s_per_token(r.acc, r.target, cards, PROMPTS)
     np.testing.assert_allclose(got_pre, hand.prefill_pass(PROMPTS) / PROMPTS, rtol=1e-12)
-    np.testing.assert_allclose(got_dec, np.full(len(PROMPTS), hand.decode_per_token()), rtol=1e-12)
-    # A one-token prompt is a decode step: the only length at which the two cost the same per token.
-    assert got_pre[0] == pytest.approx(got_dec[0], rel=1e-12)
+    np.testing.assert_allclose(got_dec, hand.decode_per_token(PROMPTS), rtol=1e-12)
+    # A one-token prompt costs what a decode step with an empty cache does.
+    assert got_pre[0] == pytest.approx(hand.decode_per_token(0), rel=1e-9)
     assert (got_pre[1:] < got_dec[1:]).all()
 
 
@@ -93,15 +105,18 @@ def test_at_the_ridge_a_whole_prefill_takes_one_decode_step(cat, acc):
     assert ridge == pytest.approx(ACCS[acc]["bf16_tflops"] / ACCS[acc]["bandwidth_tbps"], rel=1e-4)
     assert ridge == pytest.approx(roofline.ridge_tokens(r.acc, r.target), rel=1e-12)
     whole = ridge * prefill.prefill_s_per_token(r.acc, r.target, 4, ridge)
-    assert whole == pytest.approx(hand.read(ridge) / hand.bw, rel=1e-12)
-    # Per token, decode costs about P times prefill below the ridge and the ridge's worth above it.
+    # At the ridge the prefill's read and its dense arithmetic take equally long; attention tips it
+    # just past, and the all-reduces come on top.
+    assert whole == pytest.approx(hand.prefill_pass(ridge), rel=1e-12)
+    assert hand.read(ridge) / hand.bw == pytest.approx(2 * hand.step_params * ridge / hand.flops, rel=1e-9)
     ratio = prefill.decode_s_per_token(r.acc, r.target, 4) / prefill.prefill_s_per_token(r.acc, r.target, 4, PROMPTS)
     np.testing.assert_allclose(ratio, hand.decode_per_token() / (hand.prefill_pass(PROMPTS) / PROMPTS), rtol=1e-12)
-    np.testing.assert_allclose(ratio, np.minimum(PROMPTS, ridge), rtol=1e-3)
-    # Past the ridge, prefill costs the arithmetic alone: 2 FLOPs per multiplied weight per token.
+    # Past the ridge, prefill costs the arithmetic: 2 FLOPs per multiplied weight per token plus
+    # causal attention, and its share of the all-reduces.
     past = PROMPTS[PROMPTS > ridge]
     np.testing.assert_allclose(prefill.prefill_s_per_token(r.acc, r.target, 4, past),
-                               2 * hand.step_params / hand.flops, rtol=1e-12)
+                               (2 * hand.step_params + 2 * hand.layers * hand.width * past) / hand.flops
+                               + hand.comm(past) / past, rtol=1e-12)
 
 
 def test_causal_attention_flops(cat):
@@ -135,11 +150,10 @@ def test_the_figure_draws_only_what_fits_and_draws_the_model(cat, kind, acc, car
         np.testing.assert_allclose(cols["ms"][rows], hand.prefill_pass(t) / t * 1e3, rtol=1e-12)
     for what in ("decode", "decode-at"):
         rows = cols["what"] == what
-        np.testing.assert_allclose(cols["ms"][rows], hand.decode_per_token() * 1e3, rtol=1e-12)
+        np.testing.assert_allclose(cols["ms"][rows], hand.decode_per_token(cols["tokens"][rows]) * 1e3, rtol=1e-12)
     gap = cols["what"] == "gap"
     t = cols["tokens"][gap]
-    np.testing.assert_allclose(cols["ratio"][gap], hand.decode_per_token() / (hand.prefill_pass(t) / t), rtol=1e-12)
-    np.testing.assert_allclose(cols["ratio"][gap], np.minimum(t, hand.ridge), rtol=1e-3)
+    np.testing.assert_allclose(cols["ratio"][gap], hand.decode_per_token(t) / (hand.prefill_pass(t) / t), rtol=1e-12)
     # The slider's points: one per prompt length that fits, none for the others.
     fitting = grid["prompt"][hand.fits(grid["prompt"])]
     assert cols["prompt"][cols["what"] == "prefill-at"].tolist() == fitting.tolist()
@@ -168,15 +182,17 @@ def test_the_static_description_and_table_give_the_hand_numbers(cat, kind):
     art = build_figure(FigureRequest("prefill-vs-decode", sliders, (default_scenario(cat),), "caption"), cat)
     hand = Hand("h100-sxm", 4)
     p = sliders["prompt"].default
-    decode_ms = hand.decode_per_token() * 1e3
-    floor_us = 2 * hand.step_params / hand.flops * 1e6
-    assert f"Decode takes {decode_ms:.1f} ms per generated token" in art.alt
-    assert f"ridge at {hand.ridge:,.0f} tokens" in art.alt and f"levels off at {floor_us:.1f} µs" in art.alt
-    assert f"At a prompt of {p:,.0f} tokens prefill takes {hand.prefill_pass(p) / p * 1e6:.1f} µs per token, " \
-           f"{min(p, hand.ridge):,.0f}× less than decode." in art.alt
+    decode_ms = hand.decode_per_token(1) * 1e3
+    at_ridge_us = hand.prefill_pass(hand.ridge) / hand.ridge * 1e6
+    assert f"Decode takes {decode_ms:.1f} ms per generated token after a one-token prompt" in art.alt
+    assert f"ridge at {hand.ridge:,.0f} tokens, where it takes {at_ridge_us:.1f} µs per prompt token" in art.alt
+    per_us = hand.prefill_pass(p) / p * 1e6
+    ratio = hand.decode_per_token(p) / (hand.prefill_pass(p) / p)
+    assert f"At a prompt of {p:,.0f} tokens prefill takes {per_us:.1f} µs per token, {ratio:,.0f}× less than decode." \
+        in art.alt
     rows = {row[0]: row[1:] for row in art.table.rows}
-    assert rows["1"][:3] == [f"{decode_ms:.1f} ms", f"{decode_ms:.1f} ms", "1×"]
-    assert rows[f"{p:,.0f} (the prompt slider)"][1:4] == [f"{decode_ms:.1f} ms", f"{hand.ridge:,.0f}×", "compute"]
+    assert rows[f"{p:,.0f} (the prompt slider)"][1:4] == [f"{hand.decode_per_token(p) * 1e3:.1f} ms",
+                                                          f"{ratio:,.0f}×", "compute"]
     assert rows["32,768"][4] == f"{80 * 32768 * 8192 / hand.step_params:.1%}"
 
 
