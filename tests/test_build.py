@@ -57,7 +57,7 @@ def test_data_equals_the_model(speedup_fig):
     cat = load_catalogue()
     acc, target, draft = cat.accelerator("h100-sxm"), cat.model("llama-3-70b"), cat.model("llama-3.2-1b")
     cols = {k: np.array(v, dtype=float) for k, v in payload["data"].items()}
-    model = speculative.speedup(acc, target, draft, 4, cols["batch"], cols["a"], cols["k"])
+    model = speculative.speedup(acc, target, draft, 4, cols["batch"], cols["a"], cols["k"], 512)
     assert np.allclose(cols["speedup"], model, rtol=1e-3)
 
 
