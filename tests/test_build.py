@@ -85,7 +85,7 @@ def test_svg_and_csv_exist_and_match_the_model(site, speedup_fig):
     acc, target, draft = cat.accelerator("h100-sxm"), cat.model("llama-3-70b"), cat.model("llama-3.2-1b")
     for row in rows[::97]:
         model = speculative.speedup(acc, target, draft, 4, float(row["batch size"]), float(row["acceptance rate"]),
-                                    float(row["lookahead k"]))
+                                    float(row["lookahead k"]), 512)
         assert float(row["speedup over plain decoding"]) == pytest.approx(float(model), rel=1e-3)
 
 
@@ -97,7 +97,7 @@ def test_accessible_table_shows_the_default_state(site, speedup_fig):
     acc, target, draft = cat.accelerator("h100-sxm"), cat.model("llama-3-70b"), cat.model("llama-3.2-1b")
     row = re.search(r'<tr><th scope="row">64</th>(.*?)</tr>', table).group(1)
     shown = [float(x) for x in re.findall(r"<td>([\d.]+)×</td>", row)]
-    model = speculative.speedup(acc, target, draft, 4, 64, 0.8, np.array([1, 2, 4, 8]))
+    model = speculative.speedup(acc, target, draft, 4, 64, 0.8, np.array([1, 2, 4, 8]), 512)
     assert shown == pytest.approx(np.round(model, 2).tolist())
 
 

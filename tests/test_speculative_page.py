@@ -8,10 +8,13 @@ import numpy as np
 import pytest
 
 from helpers import REPO, article, copy_project, mkdocs_build, numbers_in
-from models import load_catalogue, roofline, speculative
+from models import kvcache, load_catalogue, roofline, speculative
 
 PAGE = "explainers/speculative-decoding/index.html"
 SOURCE = REPO / "docs/explainers/speculative-decoding.md"
+
+
+CONTEXT = 512  # the page's default context
 
 
 def scenario(acc="h100-sxm", cards=4, target="llama-3-70b", draft="llama-3.2-1b"):
@@ -19,9 +22,11 @@ def scenario(acc="h100-sxm", cards=4, target="llama-3-70b", draft="llama-3.2-1b"
     return cat.accelerator(acc), cards, cat.model(target), cat.model(draft)
 
 
-def expected_texts(acc, cards, target, draft, a=0.8, k=4) -> dict[str, str]:
+def expected_texts(acc, cards, target, draft, a=0.8, k=4, ctx=CONTEXT) -> dict[str, str]:
     """What the page must say, computed here straight from the models."""
-    plain = roofline.step_time(acc, target, cards, 1)
+    plain = roofline.step_time(acc, target, cards, 1, ctx)
+    breakeven = int(speculative.breakeven_batch(acc, target, draft, cards, a, k, ctx))
+    cap = int(kvcache.slots(acc, target, cards, ctx, draft))
     return {
         "weights": f"{target.params * 2 / 1e9:.0f}\u00a0GB",
         # Read, not held: all but the untied input embedding's table, and the token's row of it.
@@ -29,12 +34,15 @@ def expected_texts(acc, cards, target, draft, a=0.8, k=4) -> dict[str, str]:
         "plain step": f"{float(plain.seconds) * 1e3:.1f}\u00a0ms",
         "tensor-core use": f"{float(plain.utilisation):.2%}",
         "E(a,k)": f"{float(speculative.expected_tokens(a, k)):.1f}",
-        "verify pass": f"{float(roofline.step_time(acc, target, cards, k + 1).seconds) * 1e3:.1f}\u00a0ms",
-        "draft step": f"{float(roofline.step_time(acc, draft, cards, 1).seconds) * 1e3:.2f}\u00a0ms",
-        "k=4 at a=0.5": f"{float(speculative.speedup(acc, target, draft, cards, 1, 0.5, 4)):.2f}×",
-        "k=8 at a=0.5": f"{float(speculative.speedup(acc, target, draft, cards, 1, 0.5, 8)):.2f}×",
-        "breakeven": f"{int(speculative.breakeven_batch(acc, target, draft, cards, a, k)):,d}",
-        "ridge positions": f"{roofline.ridge_tokens(acc, target):,.0f}",
+        "cache read": f"{ctx * kvcache.bytes_per_token(target) / 1e9:.2f}\u00a0GB",
+        "all-reduces": f"{float(plain.comm_s) * 1e3:.1f}\u00a0ms",
+        "verify pass": f"{float(speculative.verify_step_s(acc, target, cards, 1, k, ctx)) * 1e3:.1f}\u00a0ms",
+        "draft step": f"{float(roofline.step_time(acc, draft, cards, 1, ctx).seconds) * 1e3:.2f}\u00a0ms",
+        "k=4 at a=0.5": f"{float(speculative.speedup(acc, target, draft, cards, 1, 0.5, 4, ctx)):.2f}×",
+        "k=8 at a=0.5": f"{float(speculative.speedup(acc, target, draft, cards, 1, 0.5, 8, ctx)):.2f}×",
+        # The largest batch at which it pays: one short of the breakeven, or the memory cap.
+        "pays up to": f"{cap if breakeven < 0 or breakeven > cap else breakeven - 1:,d}",
+        "memory cap": f"{cap:,d}\u00a0requests",
         "draft weights": f"{draft.params * 2 / 1e9:.1f}\u00a0GB",
     }
 
@@ -51,7 +59,14 @@ def test_headline_claims_hold_in_the_default_scenario():
     assert float(roofline.step_time(acc, target, cards, 1).utilisation) < 0.01
     assert round(float(speculative.expected_tokens(0.8, 4)), 1) == 3.4
     assert speculative.speedup(acc, target, draft, cards, 1, 0.5, 8) < speculative.speedup(acc, target, draft, cards, 1, 0.5, 4)
-    assert 100 <= speculative.breakeven_batch(acc, target, draft, cards, 0.8, 4) < 1000
+    # At 512 tokens of context the seed's claim holds: speculation stops paying in the hundreds,
+    # below the memory cap. From 2k tokens on it pays at every batch that fits (MagicDec).
+    assert 100 <= speculative.breakeven_batch(acc, target, draft, cards, 0.8, 4, CONTEXT) < 1000
+    assert speculative.breakeven_batch(acc, target, draft, cards, 0.8, 4, CONTEXT) < kvcache.slots(
+        acc, target, cards, CONTEXT, draft)
+    for ctx in (2048, 8192, 32768):
+        b = speculative.breakeven_batch(acc, target, draft, cards, 0.8, 4, ctx)
+        assert b < 0 or b > kvcache.slots(acc, target, cards, ctx, draft)
 
 
 def test_page_has_the_required_parts(site):
@@ -68,16 +83,23 @@ def test_every_scenario_and_slider_position_is_precomputed(site):
     html = (site / PAGE).read_text()
     page_json = re.search(r'data-eg-page="([^"]+)"', html).group(1)
     state = json.loads(((site / PAGE).parent / page_json).read_text())
-    assert len(state["scenarios"]) == 3 * 4 * 2
-    acc, cards, target, draft = scenario()
-    # The breakeven number depends on a, k and the scenario: check one position away from the default.
-    n = next(v for v in state["numbers"].values() if set(v["deps"]) == {"scenario", "a", "k"}
-             and len(v["texts"]) == 24 * 19 * 8 and v["texts"][0].replace(",", "").isdigit())
-    i_sc = [s["key"] for s in state["scenarios"]].index("h200.8.llama-3-70b.llama-3-8b")
-    i_a, i_k = round((0.6 - 0.05) / 0.05), 2 - 1
     cat = load_catalogue()
-    want = speculative.breakeven_batch(cat.accelerator("h200"), target, cat.model("llama-3-8b"), 8, 0.6, 2)
-    assert n["texts"][(i_sc * 19 + i_a) * 8 + i_k] == f"{int(want):,d}"
+    acc, cards, target, draft = scenario()
+    # Every combination of the switch whose two models and one request's cache fit, and no other.
+    runs = [(a, n, d, c) for a in ("h100-sxm", "h200", "mi300x") for n in (1, 2, 4, 8)
+            for d in ("llama-3.2-1b", "llama-3-8b") for c in (512, 2048, 8192, 32768)
+            if kvcache.fits(cat.accelerator(a), target, n, c, cat.model(d))]
+    assert len(state["scenarios"]) == len(runs) < 3 * 4 * 2 * 4
+    # The largest paying batch depends on a, k and the scenario: check one position away from the default.
+    n = next(v for v in state["numbers"].values() if set(v["deps"]) == {"scenario", "a", "k"}
+             and len(v["texts"]) == len(runs) * 19 * 8 and v["texts"][0].replace(",", "").isdigit())
+    i_sc = [s["key"] for s in state["scenarios"]].index("h200.8.llama-3-70b.llama-3-8b.512")
+    i_a, i_k = round((0.6 - 0.05) / 0.05), 2 - 1
+    d = cat.model("llama-3-8b")
+    want = speculative.breakeven_batch(cat.accelerator("h200"), target, d, 8, 0.6, 2, 512)
+    cap = kvcache.slots(cat.accelerator("h200"), target, 8, 512, d)
+    assert 0 < want <= cap
+    assert n["texts"][(i_sc * 19 + i_a) * 8 + i_k] == f"{int(want) - 1:,d}"
 
 
 def test_changing_the_scenario_changes_numbers_and_figures(tmp_path, site):
@@ -111,8 +133,8 @@ def test_token_timeline_matches_the_model(site):
         k, runs = data["k"][i], data["acc"][i]
         assert sum(runs) + len(runs) >= 48 > sum(runs[:-1]) + len(runs) - 1  # stops at the 48th token
         assert all(0 <= n <= k for n in runs)
-        step = float(roofline.step_time(acc, draft, cards, 1).seconds) * k + float(
-            roofline.step_time(acc, target, cards, k + 1).seconds)
+        step = float(roofline.step_time(acc, draft, cards, 1, CONTEXT).seconds) * k + float(
+            roofline.step_time(acc, target, cards, k + 1, CONTEXT, requests=1).seconds)
         assert data["spec_total_ms"][i] == pytest.approx(len(runs) * step * 1e3, rel=1e-3)
     # At every lookahead, high acceptance needs far fewer verify steps than low acceptance.
     steps = np.array(data["steps"]).reshape(19, 8)
