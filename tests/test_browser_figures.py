@@ -15,7 +15,7 @@ FIGURES = {
                              ("fig-prefill-vs-decode", ["Prompt length (tokens)"])],
     "explainers/batching/": [("fig-batch-schedule", ["Batch size (slots)", "Spread of output lengths"]),
                              ("fig-batch-throughput", [])],
-    "explainers/kv-cache/": [("fig-kv-slots", ["Context length (tokens)", "Cards"])],
+    "explainers/kv-cache/": [("fig-kv-slots", [])],  # it follows the switch's cards and context
 }
 
 # What a live figure draws, read from Vega's scenegraph, which its renderer (a canvas, or SVG)

@@ -337,11 +337,17 @@ def test_chosen_words_follow_the_controls_in_the_browser(page, base_url):
     wait_for_figures(page)
     says = "text => document.querySelector('article').innerText.replace(/\\u00a0/g, ' ').includes(text)"
     assert page.evaluate(says, "On 4 cards, with 8,192 tokens of context per request, Llama 3 70B fits 54 requests")
-    slider = page.locator("#fig-kv-slots").get_by_role("slider", name="Cards")
-    slider.focus()
-    page.keyboard.press("Home")
-    page.wait_for_function(says, arg="On 1 card, with 8,192 tokens")
-    page.wait_for_function(says, arg="fits 0 requests at once: its weights leave no room for a cache")
+    # One H100 cannot hold the 70B at all: that choice is greyed out, and the switch says why.
+    cards = page.locator("select[data-eg-switch=cards]")
+    assert cards.locator("option[value='1']").evaluate("o => o.disabled")
+    page.select_option("select[data-eg-switch=cards]", "2")
+    page.wait_for_function(says, arg="On 2 cards, with 8,192 tokens of context per request, Llama 3 70B fits 1 request at once")
+    note = page.locator(".eg-switch-note")
+    assert "1 card: Llama 3 70B needs 2 × NVIDIA H100 SXM at 8,192 tokens of context" in note.inner_text()
     page.select_option("select[data-eg-switch=target]", "llama-3-8b")
-    page.wait_for_function(says, arg="Llama 3 8B fits 52 requests at once: far below the batch of")
+    page.wait_for_function(says, arg="Llama 3 8B fits 119 requests at once")
+    # The 8B fits on one card, so that choice is no longer greyed out, and the note drops it.
+    page.wait_for_function("() => !document.querySelector(\"select[data-eg-switch=cards] option[value='1']\").disabled")
+    page.select_option("select[data-eg-switch=cards]", "1")
+    page.wait_for_function(says, arg="On 1 card, with 8,192 tokens of context per request, Llama 3 8B fits 52 requests")
     page.watch.assert_clean()
