@@ -52,7 +52,8 @@ def slots(acc: Accelerator, target: LLM, cards, context, draft: LLM | None = Non
     context = np.asarray(context, dtype=float)
     budget = cache_budget(acc, target, cards, draft, reserve, bytes_per_param)
     per_request = cache_bytes_per_token(target, draft, bytes_per_param) * context
-    return np.maximum(np.floor(budget / per_request), 0.0)
+    with np.errstate(divide="ignore"):  # no context: as many requests as you like, if the weights fit
+        return np.maximum(np.floor(budget / per_request), 0.0)
 
 
 def draft_cost(acc: Accelerator, target: LLM, draft: LLM, cards, context,

@@ -21,13 +21,15 @@ class SpeedupVsBatch(FigureKind):
     title = "Speedup over plain decoding against batch size"
     sliders = {"a": Slider("a", "Acceptance rate", 0.05, 0.95, 0.05, 0.8)}
     columns = {"a": "acceptance rate", "k": "lookahead k", "batch": "batch size",
-               "speedup": "speedup over plain decoding", "fits": "fits in memory (1) or past the cap (0)"}
+               "speedup": "speedup over plain decoding", "fits": "fits in memory (1) or past the cap (0)",
+               "cap": "memory cap (requests)"}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         cols = grid_product(grid, k=np.array(LOOKAHEADS, dtype=float), batch=BATCHES.astype(float))
         cols["speedup"] = speculative.speedup(r.acc, r.target, r.draft, r.cards, cols["batch"], cols["a"], cols["k"],
                                               r.context)
         cols["fits"] = (cols["batch"] <= _cap(r)).astype(float)
+        cols["cap"] = np.full(len(cols["batch"]), _cap(r))
         return cols
 
     def chart(self, sliders: dict[str, Slider]) -> alt.TopLevelMixin:
@@ -43,11 +45,14 @@ class SpeedupVsBatch(FigureKind):
                      alt.Tooltip("speedup:Q", title="speedup", format=".2f")],
         )
         even = alt.Chart(alt.InlineData(values=[{"even": 1}])).mark_rule(strokeDash=[4, 4]).encode(y="even:Q")
-        # The batches past the memory cap: shaded, from the first that does not fit to the axis's end.
-        past = base.transform_filter("datum.fits == 0").transform_aggregate(start="min(batch)").transform_calculate(
-            end="1024").mark_rect(opacity=0.12, color=colour("muted")).encode(x=alt.X("start:Q", scale=scale),
-                                                                             x2="end:Q")
-        return alt.layer(past, even, lines).add_params(*slider_params(sliders)).properties(height=320)
+        # The batches past the memory cap are shaded, from the cap to the axis's end, and labelled.
+        cap = base.transform_aggregate(start="min(cap)").transform_filter("datum.start < 1024").transform_calculate(
+            end="1024", label="'memory cap: ' + format(datum.start, ',.0f')")
+        past = cap.mark_rect(opacity=0.12, color=colour("muted")).encode(x=alt.X("start:Q", scale=scale), x2="end:Q")
+        past_text = cap.mark_text(align="right", baseline="top", dx=-4, y=4, color=colour("muted")).encode(
+            x=alt.X("start:Q", scale=scale), text="label:N")
+        return (alt.layer(past, even, lines, past_text).add_params(*slider_params(sliders))
+                .properties(height=320))
 
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
         m = rows_at(cols, sliders)
