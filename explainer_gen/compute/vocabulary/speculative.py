@@ -4,6 +4,8 @@
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from models import kvcache, speculative
@@ -25,6 +27,22 @@ def _ctx(scenario: Resolved, context):
     return scenario.context if context is None else context
 
 
+@lru_cache(maxsize=4096)
+def _breakeven(acc, target, draft, cards: int, context: float, a: bytes, k: bytes, shape: tuple) -> np.ndarray:
+    """The bisection, once per setting: a page asks for the same one under many scenarios that
+    differ only in fields it does not read (the table's rows name their context outright)."""
+    a, k = (np.frombuffer(x, dtype=float).reshape(shape) for x in (a, k))
+    out = np.asarray(speculative.breakeven_batch(acc, target, draft, cards, a, k, context))
+    out.setflags(write=False)
+    return out
+
+
+def _first_slower(scenario: Resolved, a, k, context):
+    a, k = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(k, dtype=float))
+    return _breakeven(scenario.acc, scenario.target, scenario.draft, scenario.cards,
+                      float(_ctx(scenario, context)), a.tobytes(), k.tobytes(), a.shape)
+
+
 @topic.term(depends=("scenario",))
 def speedup(scenario: Resolved, a, k, batch=1, context=None):
     return speculative.speedup(scenario.acc, scenario.target, scenario.draft, scenario.cards, batch, a, k,
@@ -34,8 +52,7 @@ def speedup(scenario: Resolved, a, k, batch=1, context=None):
 @topic.term(depends=("scenario",))
 def breakeven(scenario: Resolved, a, k, context=None):
     """The batch from which speculation no longer pays, memory aside (-1: not below 65,536)."""
-    return speculative.breakeven_batch(scenario.acc, scenario.target, scenario.draft, scenario.cards, a, k,
-                                       _ctx(scenario, context))
+    return _first_slower(scenario, a, k, context)
 
 
 @topic.term(depends=("scenario",))
@@ -69,6 +86,5 @@ def pays_up_to(scenario: Resolved, a, k, context=None):
     """The largest batch at which speculation still pays and the batch fits in memory: the
     memory cap where speculation pays all the way to it, 0 where it never pays."""
     cap = memory_cap(scenario, context)
-    first = speculative.breakeven_batch(scenario.acc, scenario.target, scenario.draft, scenario.cards, a, k,
-                                        _ctx(scenario, context))
+    first = _first_slower(scenario, a, k, context)
     return np.where((first < 0) | (first > cap), cap, np.maximum(first - 1, 0))

@@ -1,0 +1,35 @@
+"""The scenario switch never lands on a configuration that cannot run: choices that would not fit
+are greyed out with their reason, and a shared link that asks for one gets the page's default."""
+from __future__ import annotations
+
+from models import kvcache, load_catalogue
+
+SPEC = "explainers/speculative-decoding/"
+
+
+def test_greyed_choices_are_the_ones_that_do_not_fit(page, base_url):
+    page.goto(base_url + SPEC)
+    page.mouse.move(5, 5)  # the reader reaches for the page: the loader reads its state
+    page.wait_for_function("() => window.explainerGen && window.explainerGen.state()")
+    cat = load_catalogue()
+    acc, target, draft = cat.accelerator("h100-sxm"), cat.model("llama-3-70b"), cat.model("llama-3.2-1b")
+    greyed = page.eval_on_selector_all("select[data-eg-switch=cards] option",
+                                       "os => os.filter(o => o.disabled).map(o => +o.value)")
+    expected = [n for n in (1, 2, 4, 8) if not kvcache.fits(acc, target, n, 512, draft)]
+    assert greyed == expected == [1]
+    # A longer context needs more cards: at 32k tokens two H100s no longer hold one request.
+    page.select_option("select[data-eg-switch=context]", "32768")
+    page.wait_for_function("() => document.querySelector(\"select[data-eg-switch=cards] option[value='2']\").disabled")
+    note = page.locator(".eg-switch-note").inner_text()
+    assert "2 cards: Llama 3 70B and its Llama 3.2 1B draft need 4 × NVIDIA H100 SXM at 32,768 tokens" in note
+    # Displayed, not only present: the note takes room under the selects.
+    assert page.locator(".eg-switch-note").bounding_box()["height"] > 10
+    page.watch.assert_clean()
+
+
+def test_a_link_to_what_cannot_run_opens_the_default(page, base_url):
+    page.goto(base_url + SPEC + "?cards=1")
+    page.wait_for_function("() => window.explainerGen && window.explainerGen.state()")
+    assert page.locator("select[data-eg-switch=cards]").input_value() == "4"
+    assert page.evaluate("() => window.explainerGen.state().scenario") == "h100-sxm.4.llama-3-70b.llama-3.2-1b.512"
+    page.watch.assert_clean()
