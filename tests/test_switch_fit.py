@@ -2,6 +2,7 @@
 are greyed out with their reason, and a shared link that asks for one gets the page's default."""
 from __future__ import annotations
 
+from helpers import wake_loader
 from models import kvcache, load_catalogue
 
 SPEC = "explainers/speculative-decoding/"
@@ -9,8 +10,7 @@ SPEC = "explainers/speculative-decoding/"
 
 def test_greyed_choices_are_the_ones_that_do_not_fit(page, base_url):
     page.goto(base_url + SPEC)
-    page.mouse.move(5, 5)  # the reader reaches for the page: the loader reads its state
-    page.wait_for_function("() => window.explainerGen && window.explainerGen.state()")
+    wake_loader(page)
     cat = load_catalogue()
     acc, target, draft = cat.accelerator("h100-sxm"), cat.model("llama-3-70b"), cat.model("llama-3.2-1b")
     greyed = page.eval_on_selector_all("select[data-eg-switch=cards] option",

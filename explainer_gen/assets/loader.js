@@ -101,9 +101,7 @@
       for (var j = 0; j < names.length && match; j++) match = !(names[j] in chosen) || c[names[j]] === chosen[names[j]];
       if (match) return page.scenarios[i].key;
     }
-    // Choices that cannot run (a URL can still ask for one): back to the default's.
-    showScenario(page.default);
-    return page.default;
+    return page.default; // choices that cannot run (a URL may ask for them): start() shows the default's
   }
 
   // Put the selects on a scenario's choices, grey out those that would not run from it, and say why.
