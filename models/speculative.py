@@ -24,6 +24,42 @@ def expected_tokens(a, k):
     return np.where(a >= 1.0, k + 1.0, e)
 
 
+# What tools report, from the per-token acceptance a that the model uses (each guess kept with
+# probability a, independently, the step stopping at the first rejection):
+# - serving engines (vLLM) count accepted draft tokens over drafted ones. Counted up to the first
+#   rejection, a step accepts E(a, k) - 1 of its k guesses on average: `drafted_share`;
+# - EAGLE, and SGLang, report the mean acceptance length tau, the tokens a verify step yields with
+#   the target's own one included: E(a, k) itself (`acceptance_length`).
+# Both rise with a, so each can be turned back into a (`per_token_acceptance`).
+
+def drafted_share(a, k):
+    """Accepted draft tokens over drafted ones, a guess counting only if all before it held."""
+    return (expected_tokens(a, k) - 1.0) / np.asarray(k, dtype=float)
+
+
+def acceptance_length(a, k):
+    """The mean acceptance length tau (EAGLE, SGLang): tokens per verify step, the target's included."""
+    return expected_tokens(a, k)
+
+
+REPORTED = {"drafted_share": drafted_share, "acceptance_length": acceptance_length}
+
+
+def per_token_acceptance(reported: str, value, k, tol: float = 1e-12):
+    """The per-token a at which `reported` ("drafted_share" or "acceptance_length") takes `value`
+    at lookahead k: bisection, as both rise strictly with a on [0, 1]. NaN outside their range."""
+    f = REPORTED[reported]
+    value, k = np.broadcast_arrays(np.asarray(value, dtype=float), np.asarray(k, dtype=float))
+    lo, hi = np.zeros(value.shape), np.ones(value.shape)
+    inside = (f(lo, k) <= value) & (value <= f(hi, k))
+    while np.max(hi - lo, initial=0.0) > tol:
+        mid = (lo + hi) / 2
+        below = f(mid, k) < value
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    out = np.where(inside, (lo + hi) / 2, np.nan)
+    return out if out.ndim else float(out)
+
+
 def plain_step_s(acc: Accelerator, target: LLM, cards, batch, context=0.0,
                  bytes_per_param: float = BYTES_PER_BF16):
     return step_time(acc, target, cards, batch, context, bytes_per_param=bytes_per_param).seconds

@@ -143,6 +143,11 @@ class chen:
         return float(_chen(row).paper_ms / 1e3)
 
     @topic.term(depends=())
+    def time_ratio(row) -> float:
+        """The speedup the row's own times give: plain time per token over speculative."""
+        return float(papers.chen2023().target_s / (_chen(row).paper_ms / 1e3))
+
+    @topic.term(depends=())
     def implied_a(row) -> float:
         """The acceptance at which Theorem 3.8, at the measured c, gives that speedup."""
         return float(_chen(row).implied_a)

@@ -69,6 +69,30 @@ def verify(scenario: Resolved, k, batch=1):
 
 
 @topic.term(depends=())
+def drafted_share(a, k):
+    """Accepted over drafted tokens, counted up to each step's first rejection (vLLM's rate)."""
+    return speculative.drafted_share(a, k)
+
+
+@topic.term(depends=())
+def tau(a, k):
+    """The mean acceptance length EAGLE and SGLang report: E(a, k), the target's token included."""
+    return speculative.acceptance_length(a, k)
+
+
+@topic.term(depends=())
+def a_from_share(share, k):
+    """The per-token acceptance that gives an accepted-over-drafted `share` at lookahead k."""
+    return speculative.per_token_acceptance("drafted_share", share, k)
+
+
+@topic.term(depends=())
+def a_from_tau(length, k):
+    """The per-token acceptance that gives a mean acceptance length `length` at lookahead k."""
+    return speculative.per_token_acceptance("acceptance_length", length, k)
+
+
+@topic.term(depends=())
 def timeline_tokens() -> int:
     """Tokens the token-timeline figure draws."""
     return tokens.N_TOKENS
