@@ -118,6 +118,15 @@ def test_step_time_points_are_the_models(site, scenario):
     m = c["what"] == "prefill"
     expected = prefill.prefill_step(acc, target, 4, c["prompt"][m].astype(float)).seconds * 1e3
     assert np.allclose(c["ms"][m].astype(float), expected, rtol=1e-3)
+    # The two curves the points ride: each pass at every tokens-per-pass it is drawn at, decode
+    # only as far as the requests' caches fit.
+    for what, model in (("prefill-line", lambda t: prefill.prefill_step(acc, target, 4, t)),
+                        ("decode-line", lambda t: roofline.step_time(acc, target, 4, t, CONTEXT))):
+        m = c["what"] == what
+        t = c["tokens"][m].astype(float)
+        assert len(t) > 30 and np.allclose(c["ms"][m].astype(float), model(t).seconds * 1e3, rtol=1e-3)
+    decode_line = c["tokens"][c["what"] == "decode-line"].astype(float)
+    assert decode_line.max() <= kvcache.slots(acc, target, 4, CONTEXT) < 2 * decode_line.max()
 
 
 def test_schedule_totals_are_the_simulation(site, scenario):

@@ -1,14 +1,17 @@
-"""Step time against tokens per pass: the flat weight-read floor, the compute slope, their maximum.
+"""Step time against tokens per pass: the weight-read floor, the compute slope, and the two
+passes that run between and above them.
 
-On log-log axes both are straight lines, so their end points draw them exactly; the step time
-bends once, at the ridge. Prefill and decode ride the curve with the same sliders as the roofline.
+The floor and the slope are straight lines on log-log axes, so their end points draw them. The
+passes are not: each adds its all-reduces, and a decode pass also reads every request's cache,
+so the prefill and decode curves are drawn from points four to a doubling, with the ridge among
+them. Prefill and decode points ride their curves with the same sliders as the roofline.
 """
 from __future__ import annotations
 
 import altair as alt
 import numpy as np
 
-from models import roofline
+from models import kvcache, roofline
 
 from ...sources.controls import Resolved, Slider
 from ...theme import colour
@@ -17,8 +20,11 @@ from .longform import part, stack
 from .roofline import PHASE_SLIDERS, phase_filter, phase_pass
 
 TOKENS_RANGE = (1.0, 16384.0)
-LINES = {"memory": "weight read (bandwidth floor)", "compute": "arithmetic (compute slope)", "step": "step time"}
+LINES = {"memory": "weight read (bandwidth floor)", "compute": "arithmetic (compute slope)",
+         "prefill-line": "prefill pass", "decode-line": "decode pass"}
 STATIC = list(LINES) + ["ridge"]
+# Tokens per pass along the curves: four points to a doubling over the axis.
+CURVE = np.unique(np.round(2 ** np.arange(0, np.log2(TOKENS_RANGE[1]) + 0.01, 0.25)))
 
 
 @register
@@ -32,15 +38,20 @@ class StepTime(FigureKind):
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         ends = np.array(TOKENS_RANGE)
-        knee = np.array([TOKENS_RANGE[0], roofline.ridge_tokens(r.acc, r.target), TOKENS_RANGE[1]])
         at = lambda tokens: roofline.step_time(r.acc, r.target, r.cards, tokens)  # noqa: E731 (the weights alone)
         ridge = roofline.ridge_tokens(r.acc, r.target)
+        curve = np.unique(np.append(CURVE, ridge))
+        # Decode runs only as far as memory holds the requests' caches.
+        decode = curve[curve <= kvcache.slots(r.acc, r.target, r.cards, r.context)]
         prompts, batches = grid["prompt"], grid["batch"]
         return stack([
             part("memory", 2, tokens=ends, ms=at(ends).memory_s * 1e3, prompt=0, batch=0),
             part("compute", 2, tokens=ends, ms=at(ends).compute_s * 1e3, prompt=0, batch=0),
-            part("step", 3, tokens=knee, ms=at(knee).seconds * 1e3, prompt=0, batch=0),
-            part("ridge", 1, tokens=ridge, ms=at(ridge).seconds * 1e3, prompt=0, batch=0),
+            part("prefill-line", len(curve), tokens=curve, ms=phase_pass(r, "prefill", curve).seconds * 1e3,
+                 prompt=0, batch=0),
+            part("decode-line", len(decode), tokens=decode, ms=phase_pass(r, "decode", decode).seconds * 1e3,
+                 prompt=0, batch=0),
+            part("ridge", 1, tokens=ridge, ms=at(ridge).memory_s * 1e3, prompt=0, batch=0),
             part("prefill", len(prompts), tokens=prompts, ms=phase_pass(r, "prefill", prompts).seconds * 1e3,
                  prompt=prompts, batch=np.zeros(len(prompts))),
             part("decode", len(batches), tokens=batches, ms=phase_pass(r, "decode", batches).seconds * 1e3,
@@ -57,8 +68,8 @@ class StepTime(FigureKind):
             x=x, y=y, detail="what:N", strokeOpacity=alt.value(0.7),
             color=alt.Color("what:N", title="Line", scale=alt.Scale(domain=list(LINES)),
                             legend=alt.Legend(labelExpr=_legend_expr())))
-        step = base.transform_filter("datum.what == 'step'").mark_line(strokeWidth=3).encode(
-            x=x, y=y, color=alt.Color("what:N", scale=alt.Scale(domain=list(LINES))))
+        step = base.transform_filter("datum.what == 'prefill-line' || datum.what == 'decode-line'").mark_line(
+            strokeWidth=3).encode(x=x, y=y, detail="what:N", color=alt.Color("what:N", scale=alt.Scale(domain=list(LINES))))
         ridge = base.transform_filter("datum.what == 'ridge'")
         ridge_dot = ridge.mark_point(shape="diamond", size=90, filled=True, color=colour("muted")).encode(x=x, y=y)
         ridge_text = ridge.transform_calculate(label="'ridge: ' + format(datum.tokens, '.0f') + ' tokens'") \
@@ -87,14 +98,22 @@ class StepTime(FigureKind):
         return TableView(caption=f"Step time of {r.target.name} on {r.cards} × {r.acc.name}",
                          headers=["Point", "Tokens per pass", "Step time (ms)", "Bound by"], rows=rows)
 
-    description = ("Log-log chart of step time against tokens per pass for {target} on {cards} × {acc}: flat at "
-                   "{floor}, the time to read the weights, up to about {ridge} tokens, then rising in proportion "
-                   "to the tokens as arithmetic takes over.")
+    description = ("Log-log chart of step time against tokens per pass for {target} on {cards} × {acc}. Reading the "
+                   "weights takes {floor}, and arithmetic overtakes it at about {ridge} tokens. A prefill pass takes "
+                   "{prefill_one} for one token, all-reduces included, and rises in proportion to the tokens past the "
+                   "ridge. A decode pass also reads each request's {context}-token cache: {decode_shape}")
 
     def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
-        floor = float(roofline.step_time(r.acc, r.target, r.cards, 1).seconds) * 1e3
+        floor = float(roofline.step_time(r.acc, r.target, r.cards, 1).memory_s) * 1e3
+        one = float(phase_pass(r, "prefill", 1).seconds) * 1e3
+        cap = float(kvcache.slots(r.acc, r.target, r.cards, r.context))
+        shown = min(cap, TOKENS_RANGE[1])
+        at_cap = float(phase_pass(r, "decode", shown).seconds) * 1e3
+        decode_shape = (f"{at_cap:,.1f} ms at a batch of {shown:,.0f}"
+                        + (", the most requests that fit in memory." if cap <= TOKENS_RANGE[1] else "."))
         return {"target": r.target.name, "cards": f"{r.cards}", "acc": r.acc.name, "floor": f"{floor:.1f} ms",
-                "ridge": f"{roofline.ridge_tokens(r.acc, r.target):.0f}"}
+                "ridge": f"{roofline.ridge_tokens(r.acc, r.target):.0f}", "prefill_one": f"{one:.1f} ms",
+                "context": f"{r.context:,}", "decode_shape": decode_shape}
 
 def _legend_expr() -> str:
     """Readable legend labels for the short `what` codes."""
