@@ -192,6 +192,16 @@ class Resolved:
     draft: LLM
     context: int
 
+    def context_or(self, context=None):
+        """`context` where a caller names one, else the scenario's own."""
+        return self.context if context is None else context
+
+    def memory_cap(self, with_draft: bool = False, context=None) -> float:
+        """The most requests that fit at once, each holding the scenario's context (or `context`)
+        in its cache, with the draft's weights and cache too when `with_draft`."""
+        return float(kvcache.slots(self.acc, self.target, self.cards, self.context_or(context),
+                                   self.draft if with_draft else None))
+
 
 def unfit_reason(r: Resolved, with_draft: bool) -> str | None:
     """Why the scenario cannot run, in a reader's words, or None when it can.

@@ -4,7 +4,7 @@ from __future__ import annotations
 import altair as alt
 import numpy as np
 
-from models import kvcache, speculative
+from models import speculative
 
 from ...sources.controls import Resolved, Slider
 from ...theme import colour
@@ -28,8 +28,8 @@ class SpeedupVsBatch(FigureKind):
         cols = grid_product(grid, k=np.array(LOOKAHEADS, dtype=float), batch=BATCHES.astype(float))
         cols["speedup"] = speculative.speedup(r.acc, r.target, r.draft, r.cards, cols["batch"], cols["a"], cols["k"],
                                               r.context)
-        cols["fits"] = (cols["batch"] <= _cap(r)).astype(float)
-        cols["cap"] = np.full(len(cols["batch"]), _cap(r))
+        cols["fits"] = (cols["batch"] <= r.memory_cap(with_draft=True)).astype(float)
+        cols["cap"] = np.full(len(cols["batch"]), r.memory_cap(with_draft=True))
         return cols
 
     def chart(self, sliders: dict[str, Slider]) -> alt.TopLevelMixin:
@@ -73,7 +73,7 @@ class SpeedupVsBatch(FigureKind):
                    "holding {context} tokens of context: up to {best} at small batches, {trend}")
 
     def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
-        cap = _cap(r)
+        cap = r.memory_cap(with_draft=True)
         fits = at & (cols["fits"] == 1)
         low = cols["speedup"][fits].min() if fits.any() else float("nan")
         trend = ("falling below 1× as the batch grows." if low < 1 else
@@ -83,7 +83,3 @@ class SpeedupVsBatch(FigureKind):
         return {"a": f"{position['a']:.2f}", "cards": f"{r.cards}", "acc": r.acc.name, "context": f"{r.context:,}",
                 "best": f"{cols['speedup'][at].max():.2f}×", "trend": trend}
 
-
-def _cap(r: Resolved) -> float:
-    """The memory cap: requests that fit with both models loaded, at the scenario's context."""
-    return float(kvcache.slots(r.acc, r.target, r.cards, r.context, r.draft))

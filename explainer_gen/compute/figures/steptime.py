@@ -11,7 +11,7 @@ from __future__ import annotations
 import altair as alt
 import numpy as np
 
-from models import kvcache, roofline
+from models import roofline
 
 from ...sources.controls import Resolved, Slider
 from ...theme import colour
@@ -42,7 +42,7 @@ class StepTime(FigureKind):
         ridge = roofline.ridge_tokens(r.acc, r.target)
         curve = np.unique(np.append(CURVE, ridge))
         # Decode runs only as far as memory holds the requests' caches.
-        decode = curve[curve <= kvcache.slots(r.acc, r.target, r.cards, r.context)]
+        decode = curve[curve <= r.memory_cap()]
         prompts, batches = grid["prompt"], grid["batch"]
         return stack([
             part("memory", 2, tokens=ends, ms=at(ends).memory_s * 1e3, prompt=0, batch=0),
@@ -106,7 +106,7 @@ class StepTime(FigureKind):
     def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
         floor = float(roofline.step_time(r.acc, r.target, r.cards, 1).memory_s) * 1e3
         one = float(phase_pass(r, "prefill", 1).seconds) * 1e3
-        cap = float(kvcache.slots(r.acc, r.target, r.cards, r.context))
+        cap = r.memory_cap()
         shown = min(cap, TOKENS_RANGE[1])
         at_cap = float(phase_pass(r, "decode", shown).seconds) * 1e3
         decode_shape = (f"{at_cap:,.1f} ms at a batch of {shown:,.0f}"

@@ -4,14 +4,14 @@ A decode step over B requests yields B tokens and takes one step time. While the
 dominates, the step time is nearly flat, so throughput grows with B at little cost in latency;
 each request adds its own KV-cache read, and past the ridge its arithmetic, so the step grows
 with B, throughput levels off and every request waits longer for each token. The curves end at
-the memory cap, the most requests of the scenario's context that fit (`kvcache.slots`).
+the memory cap, the most requests of the scenario's context that fit (`Resolved.memory_cap`).
 """
 from __future__ import annotations
 
 import altair as alt
 import numpy as np
 
-from models import kvcache, roofline
+from models import roofline
 
 from ...sources.controls import Resolved, Slider
 from ...theme import colour
@@ -33,7 +33,7 @@ class BatchThroughput(FigureKind):
     columns = {"what": "row", "batch": "batch size", "tps": "tokens per second", "tpot_ms": "ms per output token"}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
-        cap = _cap(r)
+        cap = r.memory_cap()
         ridge = roofline.ridge_tokens(r.acc, r.target, r.context)
         marks = [b for b in (ridge, cap) if b <= min(cap, BATCHES[-1])]
         batches = np.unique(np.concatenate([BATCHES[BATCHES <= cap], marks]))
@@ -88,7 +88,7 @@ class BatchThroughput(FigureKind):
                    "{shape}")
 
     def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
-        ridge, cap = roofline.ridge_tokens(r.acc, r.target, r.context), _cap(r)
+        ridge, cap = roofline.ridge_tokens(r.acc, r.target, r.context), r.memory_cap()
         if ridge <= cap:
             shape = (f"throughput climbs almost in proportion to the batch while time per token stays nearly flat, "
                      f"up to a batch of about {ridge:,.0f}; beyond it throughput flattens and time per token rises, "
@@ -100,7 +100,3 @@ class BatchThroughput(FigureKind):
         return {"target": r.target.name, "cards": f"{r.cards}", "acc": r.acc.name, "context": f"{r.context:,}",
                 "shape": shape}
 
-
-def _cap(r: Resolved) -> float:
-    """The memory cap: requests of the scenario's context that fit at once."""
-    return float(kvcache.slots(r.acc, r.target, r.cards, r.context))

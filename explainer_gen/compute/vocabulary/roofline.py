@@ -20,8 +20,7 @@ topic = Topic("roofline")
 
 def _pass(scenario: Resolved, tokens, which: str = "target", context=None):
     """A decode pass of `tokens` requests at the scenario's context (or `context`)."""
-    return step_time(scenario.acc, model(scenario, which), scenario.cards, tokens,
-                     scenario.context if context is None else context)
+    return step_time(scenario.acc, model(scenario, which), scenario.cards, tokens, scenario.context_or(context))
 
 
 @topic.term(depends=("scenario",))
@@ -122,8 +121,7 @@ def ridge_tokens(scenario: Resolved, which: str = "target", context=0):
 def compute_bound_batch(scenario: Resolved, context=None):
     """The smallest whole batch whose arithmetic outlasts the reads at the scenario's context
     (or `context`); inf where none does."""
-    return np.floor(_ridge_tokens(scenario.acc, scenario.target,
-                                  scenario.context if context is None else context)) + 1
+    return np.floor(_ridge_tokens(scenario.acc, scenario.target, scenario.context_or(context))) + 1
 
 
 @topic.term(depends=("scenario",))

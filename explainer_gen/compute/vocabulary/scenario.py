@@ -4,9 +4,9 @@ Every term here reads the scenario and says so. `which` picks the model, "target
 """
 from __future__ import annotations
 
-from models.catalogue import LLM
+from models.catalogue import LLM, Catalogue
 
-from ...sources.controls import Resolved
+from ...sources.controls import Resolved, default_scenario
 from .registry import Topic
 
 topic = Topic("scenario")
@@ -25,6 +25,12 @@ def model(scenario: Resolved, which: str = "target") -> LLM:
 def name(scenario: Resolved, which: str = "accelerator") -> str:
     """The accelerator's name, or the target's or draft's: name('target')."""
     return scenario.acc.name if which == "accelerator" else model(scenario, which).name
+
+
+@topic.term(depends=("catalogue",))
+def default_context(catalogue: Catalogue) -> float:
+    """The site's default context in tokens (the catalogue's `defaults: scenario:`)."""
+    return float(default_scenario(catalogue).context)
 
 
 @topic.term(depends=("scenario",))

@@ -8,7 +8,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from models import kvcache, speculative
+from models import speculative
 
 from ...sources.controls import Resolved
 from ..figures import tokens
@@ -21,10 +21,6 @@ topic = Topic("speculative")
 def E(a, k):
     """Expected tokens per verify step, E(a, k) = (1 - a^(k+1)) / (1 - a)."""
     return speculative.expected_tokens(a, k)
-
-
-def _ctx(scenario: Resolved, context):
-    return scenario.context if context is None else context
 
 
 @lru_cache(maxsize=4096)
@@ -40,13 +36,13 @@ def _breakeven(acc, target, draft, cards: int, context: float, a: bytes, k: byte
 def _first_slower(scenario: Resolved, a, k, context):
     a, k = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(k, dtype=float))
     return _breakeven(scenario.acc, scenario.target, scenario.draft, scenario.cards,
-                      float(_ctx(scenario, context)), a.tobytes(), k.tobytes(), a.shape)
+                      float(scenario.context_or(context)), a.tobytes(), k.tobytes(), a.shape)
 
 
 @topic.term(depends=("scenario",))
 def speedup(scenario: Resolved, a, k, batch=1, context=None):
     return speculative.speedup(scenario.acc, scenario.target, scenario.draft, scenario.cards, batch, a, k,
-                               _ctx(scenario, context))
+                               scenario.context_or(context))
 
 
 @topic.term(depends=("scenario",))
@@ -102,7 +98,7 @@ def timeline_tokens() -> int:
 def memory_cap(scenario: Resolved, context=None):
     """Requests that fit at once with the draft loaded beside the target, each holding `context`
     tokens (the scenario's by default) in both caches: the largest batch that can run."""
-    return kvcache.slots(scenario.acc, scenario.target, scenario.cards, _ctx(scenario, context), scenario.draft)
+    return scenario.memory_cap(with_draft=True, context=context)
 
 
 @topic.term(depends=("scenario",))
