@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .catalogue import LLM, Accelerator
+from .precision import BF16_ALL, Precision
 from .roofline import step_time
 
 # The request set every page and figure uses: fixed here so that prose and figures agree.
@@ -85,7 +86,8 @@ class Run:
         return int(self.slot.max()) + 1
 
 
-def _timed(acc: Accelerator, model: LLM, cards, context, slot, start, end, release) -> Run:
+def _timed(acc: Accelerator, model: LLM, cards, context, slot, start, end, release,
+           precision: Precision = BF16_ALL) -> Run:
     """Count running requests per step and price each step on the roofline."""
     steps = int(end.max())
     # +1 where a request starts, -1 where it ends; the running sum is the active count.
@@ -97,12 +99,13 @@ def _timed(acc: Accelerator, model: LLM, cards, context, slot, start, end, relea
                - np.bincount(end, weights=start, minlength=steps + 1))
     made = np.arange(steps) * active - np.cumsum(started)[:steps]
     running = np.maximum(active, 1)
-    step_s = step_time(acc, model, cards, running, context + made / running).seconds
+    step_s = step_time(acc, model, cards, running, context + made / running, precision=precision).seconds
     clock = np.concatenate([[0.0], np.cumsum(step_s)])
     return Run(slot, start, end, release, active, step_s, clock)
 
 
-def static(lengths: np.ndarray, batch: int, acc: Accelerator, model: LLM, cards, context=0) -> Run:
+def static(lengths: np.ndarray, batch: int, acc: Accelerator, model: LLM, cards, context=0,
+           precision: Precision = BF16_ALL) -> Run:
     """Groups of `batch` requests in order; a group starts when the previous one has all finished."""
     lengths = np.asarray(lengths, dtype=int)
     group = np.arange(len(lengths)) // batch
@@ -111,10 +114,11 @@ def static(lengths: np.ndarray, batch: int, acc: Accelerator, model: LLM, cards,
     start = group_start[group]
     end = start + lengths
     release = (group_start + longest)[group]
-    return _timed(acc, model, cards, context, np.arange(len(lengths)) % batch, start, end, release)
+    return _timed(acc, model, cards, context, np.arange(len(lengths)) % batch, start, end, release, precision)
 
 
-def continuous(lengths: np.ndarray, batch: int, acc: Accelerator, model: LLM, cards, context=0) -> Run:
+def continuous(lengths: np.ndarray, batch: int, acc: Accelerator, model: LLM, cards, context=0,
+               precision: Precision = BF16_ALL) -> Run:
     """Each request, in order, takes the slot that frees first (the lowest slot on a tie).
 
     Inherently sequential (each choice depends on the ones before); a heap keeps it O(n log B).
@@ -127,7 +131,7 @@ def continuous(lengths: np.ndarray, batch: int, acc: Accelerator, model: LLM, ca
         slot[i], start[i] = s, t
         heapq.heappush(free, (t + int(n), s))
     end = start + lengths
-    return _timed(acc, model, cards, context, slot, start, end, end)
+    return _timed(acc, model, cards, context, slot, start, end, end, precision)
 
 
 SCHEDULERS = {"static": static, "continuous": continuous}
@@ -135,14 +139,16 @@ SCHEDULERS = {"static": static, "continuous": continuous}
 
 @lru_cache(maxsize=4096)
 def simulate(scheduler: str, batch: int, spread: float, acc: Accelerator, model: LLM, cards, context=0,
-             n: int = N_REQUESTS, mean: float = MEAN_TOKENS, seed: int = SEED) -> Run:
+             n: int = N_REQUESTS, mean: float = MEAN_TOKENS, seed: int = SEED,
+             precision: Precision = BF16_ALL) -> Run:
     """Run the seeded request set at `spread` through one scheduler with `batch` slots, every
     request starting from a prompt of `context` tokens already in its cache.
 
     Deterministic, so memoised: a page's figure and its prose ask for the same runs.
     The returned Run is shared; treat it as read-only.
     """
-    return SCHEDULERS[scheduler](output_lengths(spread, n, mean, seed), int(batch), acc, model, cards, context)
+    return SCHEDULERS[scheduler](output_lengths(spread, n, mean, seed), int(batch), acc, model, cards, context,
+                                 precision)
 
 
 def tokens_per_s(scheduler: str, batch, spread, acc: Accelerator, model: LLM, cards, context=0, **kw) -> np.ndarray:

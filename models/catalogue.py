@@ -8,11 +8,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .precision import ACTIVATION_BYTES, BF16_ALL, NumberFormat, Precision
 from .yamlsource import SourceError, SourceMap, closest, line_of, load_yaml
 
 CATALOGUE_PATH = Path(__file__).with_name("catalogue.yaml")
 
-BYTES_PER_BF16 = 2
+BYTES_PER_BF16 = ACTIVATION_BYTES
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,7 @@ class Accelerator:
     memory_gb: float
     bandwidth_tbps: float
     bf16_tflops: float
+    fp8_tflops: float | None  # dense FP8 tensor throughput; null where the card has no FP8 units
     source: str  # the datasheet the numbers come from
     link_gbps: float  # peer-to-peer interconnect, GB/s one way (vendors quote both directions added)
     link_source: str  # the vendor's figure as stated, and how the one-way rate follows from it
@@ -41,6 +43,13 @@ class Accelerator:
     def flops(self) -> float:
         """Dense BF16 throughput in FLOP per second."""
         return self.bf16_tflops * 1e12
+
+    def peak(self, fmt: NumberFormat) -> float:
+        """FLOP/s of the products whose weights are in `fmt`: the FP8 peak for FP8 weights where the
+        card has FP8 units; otherwise (BF16, weight-only INT4, FP8 on a card without it) the BF16 peak."""
+        if fmt.arithmetic == "fp8" and self.fp8_tflops:
+            return self.fp8_tflops * 1e12
+        return self.flops
 
     @property
     def link_bandwidth(self) -> float:
@@ -72,9 +81,25 @@ class LLM:
     tied_embeddings: bool  # the output head is the input embedding itself (config: tie_word_embeddings)
     source: str  # the config and checkpoint the shapes and count come from
 
-    def weight_bytes(self, bytes_per_param: float = BYTES_PER_BF16) -> float:
+    @property
+    def table_params(self) -> int:
+        """The embedding table and, when untied, the output head: vocab x hidden each. Quantised
+        checkpoints keep them in 16 bits (`models.precision`)."""
+        return (1 if self.tied_embeddings else 2) * self.vocab * self.hidden
+
+    @property
+    def block_params(self) -> int:
+        """The transformer blocks' weights: what a weight format (`Precision.weights`) applies to."""
+        return self.params - self.table_params
+
+    @property
+    def head_params(self) -> int:
+        """The output head the last product multiplies: its own matrix, or the tied embedding."""
+        return self.vocab * self.hidden
+
+    def weight_bytes(self, precision: Precision = BF16_ALL) -> float:
         """What the weights hold in memory."""
-        return self.params * bytes_per_param
+        return self.block_params * precision.weights.bytes + self.table_params * ACTIVATION_BYTES
 
     @property
     def step_params(self) -> int:
@@ -82,17 +107,17 @@ class LLM:
         embedding table when the output head is a matrix of its own. The embedding is only
         looked up, one row per token (`lookup_bytes`); a tied head is that same table, read whole
         and multiplied, so then nothing is left out."""
-        return self.params if self.tied_embeddings else self.params - self.vocab * self.hidden
+        return self.block_params + self.head_params
 
-    def read_bytes(self, tokens=1, bytes_per_param: float = BYTES_PER_BF16):
+    def read_bytes(self, tokens=1, precision: Precision = BF16_ALL):
         """The weight bytes a pass over `tokens` positions reads: the multiplied weights once, and
         each position's row of an untied input embedding (`weight_bytes` is what memory holds)."""
-        return self.step_params * bytes_per_param + self.lookup_bytes(tokens, bytes_per_param)
+        return (self.block_params * precision.weights.bytes + self.head_params * ACTIVATION_BYTES
+                + self.lookup_bytes(tokens))
 
-    def lookup_bytes(self, tokens=1, bytes_per_param: float = BYTES_PER_BF16):
+    def lookup_bytes(self, tokens=1):
         """The input-embedding rows a pass looks up (counted apart only when the head is untied)."""
-        return (0 if self.tied_embeddings else self.hidden * bytes_per_param) * tokens
-
+        return (0 if self.tied_embeddings else self.hidden * ACTIVATION_BYTES) * tokens
 
 
 @dataclass(frozen=True)
@@ -149,6 +174,8 @@ def _rows(data: Any, section: str, cls: type, path: str) -> dict[str, Any]:
             if kind == "str":
                 if not isinstance(value, str) or not value:
                     raise SourceError(path, raw.line_of(name), f"{name} must be a non-empty string")
+            elif kind == "float | None" and value is None:
+                pass  # an optional number, left out on purpose (no FP8 units on the A100)
             elif kind == "bool":
                 if not isinstance(value, bool):
                     raise SourceError(path, raw.line_of(name), f"{name} must be true or false, got {value!r}")

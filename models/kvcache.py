@@ -4,20 +4,22 @@ Every request being decoded keeps the keys and values of all its earlier tokens 
 the weights are loaded, what is left of the cards' memory (less a reserve for activations and
 the runtime) is divided among requests; that count of concurrent requests, the slots, caps the
 batch whatever the compute could do. A speculative draft model loads its own weights and keeps
-its own cache for every request, so it is paid for from the same memory.
+its own cache for every request, so it is paid for from the same memory. Weights and cache take
+the bytes of their formats (`models.precision`); a draft is stored in the same formats as its target.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .catalogue import BYTES_PER_BF16, LLM, Accelerator
+from .catalogue import LLM, Accelerator
+from .precision import ACTIVATION_BYTES, BF16_ALL, Precision
 
 # Share of HBM held back from the cache for activations, workspace and the runtime. A tenth is a
 # round, common setting for serving engines; the pages state it, and every function takes it.
 RESERVE = 0.10
 
 
-def bytes_per_token(model: LLM, bytes_per_value: float = BYTES_PER_BF16) -> float:
+def bytes_per_token(model: LLM, bytes_per_value: float = ACTIVATION_BYTES) -> float:
     """K and V, for every layer and every KV head: 2 x layers x KV heads x head dim x bytes.
 
     The site's one formula for this quantity: the pages' `kv_bytes()` and every function here use it.
@@ -26,41 +28,41 @@ def bytes_per_token(model: LLM, bytes_per_value: float = BYTES_PER_BF16) -> floa
 
 
 def cache_budget(acc: Accelerator, target: LLM, cards, draft: LLM | None = None,
-                 reserve: float = RESERVE, bytes_per_param: float = BYTES_PER_BF16):
+                 reserve: float = RESERVE, precision: Precision = BF16_ALL):
     """Bytes left for KV cache on `cards` cards: memory, less the reserve, less the weights.
 
     Negative where the weights alone do not fit; callers clamp where a count is wanted.
     """
     cards = np.asarray(cards, dtype=float)
-    weights = target.weight_bytes(bytes_per_param) + (draft.weight_bytes(bytes_per_param) if draft else 0.0)
+    weights = target.weight_bytes(precision) + (draft.weight_bytes(precision) if draft else 0.0)
     return cards * acc.memory_bytes * (1.0 - reserve) - weights
 
 
 def cache_bytes_per_token(target: LLM, draft: LLM | None = None,
-                          bytes_per_value: float = BYTES_PER_BF16) -> float:
+                          bytes_per_value: float = ACTIVATION_BYTES) -> float:
     """Cache bytes one token of context holds: the target's, plus the draft's when it runs too."""
     return bytes_per_token(target, bytes_per_value) + (bytes_per_token(draft, bytes_per_value) if draft else 0.0)
 
 
 def slots(acc: Accelerator, target: LLM, cards, context, draft: LLM | None = None,
-          reserve: float = RESERVE, bytes_per_param: float = BYTES_PER_BF16):
+          reserve: float = RESERVE, precision: Precision = BF16_ALL):
     """Requests that fit at once, each holding `context` tokens of cache (0 if nothing fits).
 
     Every request is charged its full context up front, as a server that must never run out
     mid-generation would; paging (see the page) lets a real server overcommit a little.
     """
     context = np.asarray(context, dtype=float)
-    budget = cache_budget(acc, target, cards, draft, reserve, bytes_per_param)
-    per_request = cache_bytes_per_token(target, draft, bytes_per_param) * context
+    budget = cache_budget(acc, target, cards, draft, reserve, precision)
+    per_request = cache_bytes_per_token(target, draft, precision.kv.bytes) * context
     with np.errstate(divide="ignore"):  # no context: as many requests as you like, if the weights fit
         return np.maximum(np.floor(budget / per_request), 0.0)
 
 
 def draft_cost(acc: Accelerator, target: LLM, draft: LLM, cards, context,
-               reserve: float = RESERVE, bytes_per_param: float = BYTES_PER_BF16):
+               reserve: float = RESERVE, precision: Precision = BF16_ALL):
     """Slots lost by running `draft` beside `target`: its weights and its own cache."""
-    return (slots(acc, target, cards, context, None, reserve, bytes_per_param)
-            - slots(acc, target, cards, context, draft, reserve, bytes_per_param))
+    return (slots(acc, target, cards, context, None, reserve, precision)
+            - slots(acc, target, cards, context, draft, reserve, precision))
 
 
 def tensor_parallel(model: LLM, cards: int) -> bool:
@@ -76,18 +78,18 @@ def tensor_parallel_sizes(*models: LLM) -> list[int]:
 
 
 def fits(acc: Accelerator, target: LLM, cards, context, draft: LLM | None = None,
-         reserve: float = RESERVE, bytes_per_param: float = BYTES_PER_BF16):
+         reserve: float = RESERVE, precision: Precision = BF16_ALL):
     """Whether the weights (the draft's too) and one request of `context` tokens of cache fit in
     `cards` cards' memory less the reserve: the least a configuration needs to run at all."""
-    return slots(acc, target, cards, context, draft, reserve, bytes_per_param) >= 1
+    return slots(acc, target, cards, context, draft, reserve, precision) >= 1
 
 
 def min_cards(acc: Accelerator, target: LLM, context, draft: LLM | None = None,
-              reserve: float = RESERVE, bytes_per_param: float = BYTES_PER_BF16):
+              reserve: float = RESERVE, precision: Precision = BF16_ALL):
     """The fewest cards, among the tensor-parallel sizes both models split over, on which one
     request of `context` tokens fits; 0 where even the largest size is too small."""
     context = np.asarray(context, dtype=float)
     out = np.zeros(context.shape)
     for n in reversed(tensor_parallel_sizes(target, *([draft] if draft else []))):
-        out = np.where(fits(acc, target, n, context, draft, reserve, bytes_per_param), n, out)
+        out = np.where(fits(acc, target, n, context, draft, reserve, precision), n, out)
     return out if out.ndim else float(out)

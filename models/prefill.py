@@ -21,34 +21,35 @@ import numpy as np
 
 from . import kvcache, roofline
 from .catalogue import LLM, Accelerator
+from .precision import BF16_ALL, Precision
 
 
-def prefill_step(acc: Accelerator, model: LLM, cards, prompt) -> roofline.StepTime:
+def prefill_step(acc: Accelerator, model: LLM, cards, prompt, precision: Precision = BF16_ALL) -> roofline.StepTime:
     """The pass that prefills a `prompt`-token prompt: no cache to read yet (requests=0), each
     position attending to half the prompt on average under the causal mask."""
     prompt = np.asarray(prompt, dtype=float)
-    return roofline.step_time(acc, model, cards, prompt, context=prompt / 2.0, requests=0.0)
+    return roofline.step_time(acc, model, cards, prompt, context=prompt / 2.0, requests=0.0, precision=precision)
 
 
-def prefill_s_per_token(acc: Accelerator, model: LLM, cards, prompt):
+def prefill_s_per_token(acc: Accelerator, model: LLM, cards, prompt, precision: Precision = BF16_ALL):
     """Seconds per prompt token when a `prompt`-token prompt is prefilled in one pass."""
-    return prefill_step(acc, model, cards, prompt).seconds / np.asarray(prompt, dtype=float)
+    return prefill_step(acc, model, cards, prompt, precision).seconds / np.asarray(prompt, dtype=float)
 
 
-def decode_s_per_token(acc: Accelerator, model: LLM, cards, context=0.0):
+def decode_s_per_token(acc: Accelerator, model: LLM, cards, context=0.0, precision: Precision = BF16_ALL):
     """Seconds for one generated token of one sequence (batch one) whose cache already holds
     `context` tokens: a whole weight read, plus that cache."""
-    return roofline.step_time(acc, model, cards, 1.0, context=context).seconds
+    return roofline.step_time(acc, model, cards, 1.0, context=context, precision=precision).seconds
 
 
-def fits(acc: Accelerator, model: LLM, cards, tokens):
+def fits(acc: Accelerator, model: LLM, cards, tokens, precision: Precision = BF16_ALL):
     """Whether the weights and `tokens` tokens of one sequence's KV cache fit on `cards` cards."""
-    return kvcache.fits(acc, model, cards, tokens)
+    return kvcache.fits(acc, model, cards, tokens, precision=precision)
 
 
-def longest_fit(acc: Accelerator, model: LLM, cards, limit: int) -> int:
+def longest_fit(acc: Accelerator, model: LLM, cards, limit: int, precision: Precision = BF16_ALL) -> int:
     """The longest sequence, at most `limit` tokens, that `fits` (0 if not even one token does)."""
-    ok = np.flatnonzero(fits(acc, model, cards, np.arange(1, limit + 1)))
+    ok = np.flatnonzero(fits(acc, model, cards, np.arange(1, limit + 1), precision))
     return int(ok[-1]) + 1 if len(ok) else 0
 
 

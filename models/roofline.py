@@ -9,7 +9,9 @@ holds `context` tokens of KV cache. It must
   positions share one read of their request's cache);
 - do 2 FLOPs per multiplied weight per position, and attention over the cache: per position,
   layer and cached token, 2 x heads x head_dim FLOPs for the scores and as many for the
-  weighted sum of the values (`attention_flops_per_position`);
+  weighted sum of the values (`attention_flops_per_position`). The blocks' products run at the
+  peak of their weights' format (FP8 where the card has it), the output head's and attention's
+  at the 16-bit peak (`models.precision`);
 - all-reduce its activations across the cards twice per layer, after attention and after the
   MLP (Megatron-style tensor parallelism, Shoeybi et al. 2019): `comm_s`.
 
@@ -24,8 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .catalogue import BYTES_PER_BF16, LLM, Accelerator
+from .catalogue import LLM, Accelerator
 from .kvcache import bytes_per_token as kv_bytes_per_token
+from .precision import ACTIVATION_BYTES, BF16_ALL, Precision
 
 
 @dataclass(frozen=True)
@@ -58,36 +61,45 @@ def attention_flops_per_position(model: LLM, context):
 ALLREDUCES_PER_LAYER = 2  # Megatron-LM: one after attention, one after the MLP (forward pass)
 
 
-def comm_s(acc: Accelerator, model: LLM, cards, tokens, bytes_per_value: float = BYTES_PER_BF16):
+def comm_s(acc: Accelerator, model: LLM, cards, tokens):
     """Seconds a pass spends in all-reduces: 2 per layer, each a fixed cost plus its bytes.
 
-    Each all-reduce sums a `tokens` x hidden activation across the cards. A ring (or its
+    Each all-reduce sums a `tokens` x hidden activation of 16-bit values across the cards. A ring (or its
     equivalent over a switch) sends 2 (N - 1) / N of the message from every card, at the
     one-way link rate. One card sends nothing.
     """
     cards = np.asarray(cards, dtype=float)
     tokens = np.asarray(tokens, dtype=float)
-    message = tokens * model.hidden * bytes_per_value
+    message = tokens * model.hidden * ACTIVATION_BYTES
     one = acc.allreduce_latency + 2.0 * (cards - 1.0) / cards * message / acc.link_bandwidth
     return np.where(cards > 1, ALLREDUCES_PER_LAYER * model.layers * one, 0.0)
 
 
+def compute_seconds(acc: Accelerator, model: LLM, tokens, context=0.0, precision: Precision = BF16_ALL):
+    """Seconds of arithmetic on one card for a pass over `tokens` positions: the blocks' products
+    at their format's peak, the output head's and attention's at the 16-bit peak."""
+    tokens = np.asarray(tokens, dtype=float)
+    blocks = 2.0 * model.block_params * tokens / acc.peak(precision.weights)
+    rest = tokens * (2.0 * model.head_params + attention_flops_per_position(model, context)) / acc.flops
+    return blocks + rest
+
+
 def step_time(acc: Accelerator, model: LLM, cards, tokens, context=0.0, requests=None,
-              bytes_per_param: float = BYTES_PER_BF16) -> StepTime:
+              precision: Precision = BF16_ALL) -> StepTime:
     """One pass over `tokens` positions of `requests` sequences (default: one position each, a
     decode step), each with `context` tokens already in its cache."""
     cards = np.asarray(cards, dtype=float)
     tokens = np.asarray(tokens, dtype=float)
     context = np.asarray(context, dtype=float)
     requests = tokens if requests is None else np.asarray(requests, dtype=float)
-    weights = model.read_bytes(tokens, bytes_per_param)
-    kv = requests * context * kv_bytes_per_token(model, bytes_per_param)
+    weights = model.read_bytes(tokens, precision)
+    kv = requests * context * kv_bytes_per_token(model, precision.kv.bytes)
     flops = tokens * (flops_per_token(model) + attention_flops_per_position(model, context))
     weights_s = weights / (cards * acc.bandwidth)
     kv_s = kv / (cards * acc.bandwidth)
     memory_s = weights_s + kv_s
-    compute_s = flops / (cards * acc.flops)
-    talk = comm_s(acc, model, cards, tokens, bytes_per_param)
+    compute_s = compute_seconds(acc, model, tokens, context, precision) / cards
+    talk = comm_s(acc, model, cards, tokens)
     seconds = np.maximum(memory_s, compute_s) + talk
     return StepTime(
         weights_s=weights_s,
@@ -102,17 +114,18 @@ def step_time(acc: Accelerator, model: LLM, cards, tokens, context=0.0, requests
     )
 
 
-def ridge_tokens(acc: Accelerator, model: LLM, context=0.0, bytes_per_param: float = BYTES_PER_BF16):
+def ridge_tokens(acc: Accelerator, model: LLM, context=0.0, precision: Precision = BF16_ALL):
     """Decode batch at which the arithmetic takes as long as the reads (one position a request).
 
-    Solves B (2 step_params + attention(context)) = ridge x (fixed weights + B (row + context x
-    KV bytes a token)) for B. Past a certain context every request brings more bytes than its
-    arithmetic can cover at the ridge, and decode never turns compute-bound: then `inf`.
+    Both sides grow linearly in the batch B: reads = fixed weights + B x (embedding row + context
+    x KV bytes a token), arithmetic = B x (seconds of one position's products). Solves for B. Past
+    a certain context every request brings more bytes than its arithmetic can cover, and decode
+    never turns compute-bound: then `inf`.
     """
     context = np.asarray(context, dtype=float)
-    fixed = model.read_bytes(0, bytes_per_param)
-    per_request = model.lookup_bytes(1, bytes_per_param) + context * kv_bytes_per_token(model, bytes_per_param)
-    gain = flops_per_token(model) + attention_flops_per_position(model, context) - acc.ridge * per_request
+    fixed = model.read_bytes(0, precision) / acc.bandwidth
+    per_request = (model.lookup_bytes(1) + context * kv_bytes_per_token(model, precision.kv.bytes)) / acc.bandwidth
+    gain = compute_seconds(acc, model, 1.0, context, precision) - per_request
     with np.errstate(divide="ignore"):
-        out = np.where(gain > 0, acc.ridge * fixed / np.where(gain > 0, gain, 1.0), np.inf)
+        out = np.where(gain > 0, fixed / np.where(gain > 0, gain, 1.0), np.inf)
     return out if out.ndim else float(out)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .catalogue import BYTES_PER_BF16, LLM, Accelerator
+from .catalogue import LLM, Accelerator
+from .precision import BF16_ALL, Precision
 from .roofline import step_time
 
 
@@ -61,43 +62,43 @@ def per_token_acceptance(reported: str, value, k, tol: float = 1e-12):
 
 
 def plain_step_s(acc: Accelerator, target: LLM, cards, batch, context=0.0,
-                 bytes_per_param: float = BYTES_PER_BF16):
-    return step_time(acc, target, cards, batch, context, bytes_per_param=bytes_per_param).seconds
+                 precision: Precision = BF16_ALL):
+    return step_time(acc, target, cards, batch, context, precision=precision).seconds
 
 
 def draft_step_s(acc: Accelerator, draft: LLM, cards, batch, context=0.0,
-                 bytes_per_param: float = BYTES_PER_BF16):
+                 precision: Precision = BF16_ALL):
     """One draft pass over the batch: one guess for every request."""
-    return step_time(acc, draft, cards, batch, context, bytes_per_param=bytes_per_param).seconds
+    return step_time(acc, draft, cards, batch, context, precision=precision).seconds
 
 
 def verify_step_s(acc: Accelerator, target: LLM, cards, batch, k, context=0.0,
-                  bytes_per_param: float = BYTES_PER_BF16):
+                  precision: Precision = BF16_ALL):
     """The target's pass over batch x (k + 1) positions, reading each request's cache once."""
     batch = np.asarray(batch, dtype=float)
     k = np.asarray(k, dtype=float)
     return step_time(acc, target, cards, batch * (k + 1.0), context, requests=batch,
-                     bytes_per_param=bytes_per_param).seconds
+                     precision=precision).seconds
 
 
 def speculative_step_s(acc: Accelerator, target: LLM, draft: LLM, cards, batch, k, context=0.0,
-                       bytes_per_param: float = BYTES_PER_BF16):
+                       precision: Precision = BF16_ALL):
     """k draft passes over the batch, then one verify pass over batch x (k + 1) positions."""
     k = np.asarray(k, dtype=float)
-    return (k * draft_step_s(acc, draft, cards, batch, context, bytes_per_param)
-            + verify_step_s(acc, target, cards, batch, k, context, bytes_per_param))
+    return (k * draft_step_s(acc, draft, cards, batch, context, precision)
+            + verify_step_s(acc, target, cards, batch, k, context, precision))
 
 
 def speedup(acc: Accelerator, target: LLM, draft: LLM, cards, batch, a, k, context=0.0,
-            bytes_per_param: float = BYTES_PER_BF16):
+            precision: Precision = BF16_ALL):
     """Tokens per second with speculation over tokens per second without, at the same batch."""
-    plain = plain_step_s(acc, target, cards, batch, context, bytes_per_param)
-    spec = speculative_step_s(acc, target, draft, cards, batch, k, context, bytes_per_param)
+    plain = plain_step_s(acc, target, cards, batch, context, precision)
+    spec = speculative_step_s(acc, target, draft, cards, batch, k, context, precision)
     return expected_tokens(a, k) * plain / spec
 
 
 def breakeven_batch(acc: Accelerator, target: LLM, draft: LLM, cards, a, k, context=0.0,
-                    max_batch: int = 1 << 16, bytes_per_param: float = BYTES_PER_BF16):
+                    max_batch: int = 1 << 16, precision: Precision = BF16_ALL):
     """Smallest integer batch at which speculation is slower than plain decoding, memory aside
     (compare with `kvcache.slots`, the batch that fits).
 
@@ -112,7 +113,7 @@ def breakeven_batch(acc: Accelerator, target: LLM, draft: LLM, cards, a, k, cont
     a, k = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(k, dtype=float))
 
     def slower(batch):
-        return speedup(acc, target, draft, cards, batch, a, k, context, bytes_per_param) < 1.0
+        return speedup(acc, target, draft, cards, batch, a, k, context, precision) < 1.0
 
     lo = np.ones(a.shape)                      # largest batch known to pay (or 1)
     hi = np.full(a.shape, float(max_batch))    # smallest batch known not to pay

@@ -23,8 +23,8 @@ from helpers import REPO
 from models import kvcache
 from models.yamlsource import SourceError
 
-H100 = Scenario("h100-sxm", 4, "llama-3-70b", "llama-3.2-1b", 512)
-MI300 = Scenario("mi300x", 1, "llama-3-8b", "llama-3-8b", 512)
+H100 = Scenario("h100-sxm", 4, "llama-3-70b", "llama-3.2-1b", 512, "bf16", "bf16")
+MI300 = Scenario("mi300x", 1, "llama-3-8b", "llama-3-8b", 512, "bf16", "bf16")
 
 
 # -- every term declares what it reads ----------------------------------------------------------
@@ -258,7 +258,7 @@ def test_kv_bytes_per_token_from_the_catalogue_config(row, cat):
     if row["key"] == "llama-3-70b":
         assert expected == 327_680
     assert kvcache.bytes_per_token(cat.model(row["key"])) == expected
-    env = vocab.vocabulary(Scenario("h100-sxm", 4, row["key"], row["key"], 512).resolve(cat), cat)
+    env = vocab.vocabulary(Scenario("h100-sxm", 4, row["key"], row["key"], 512, "bf16", "bf16").resolve(cat), cat)
     assert env["kv_bytes"]() == env["kv_bytes"]("draft") == env["kv_bytes_of"](row["key"]) == expected
     assert kvcache.cache_bytes_per_token(cat.model(row["key"]), cat.model(row["key"])) == 2 * expected
 

@@ -8,8 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from models import kvcache
+from models import kvcache, prefill, roofline
 from models.catalogue import LLM, Accelerator, Catalogue, UnknownKey
+from models.precision import KV_FORMATS, WEIGHT_FORMATS, Precision
 from models.yamlsource import SourceError, SourceMap, closest, line_of
 
 MAX_SLIDER_POSITIONS = 200
@@ -120,9 +121,16 @@ class ScenarioField:
     name: str    # the front-matter key and the Scenario attribute
     label: str   # the switch's label
     csv: str     # the CSV column
-    table: str | None  # "accelerators" or "models": values are catalogue keys; None: a count
+    table: str | None  # where values are keys: "accelerators" or "models" (the catalogue's), or
+                       # "weight formats" or "kv formats" (models.precision); None: a count
     unit: str = ""     # a count's noun, singular ("card", "token")
     most: int = 0      # the largest count allowed
+
+    def rows(self, catalogue: Catalogue) -> dict[str, Any]:
+        """The rows a value names, by key; each has a `name` for readers."""
+        if self.table in FORMAT_TABLES:
+            return FORMAT_TABLES[self.table]
+        return getattr(catalogue, self.table)
 
     def check(self, value: Any, catalogue: Catalogue, path: str, line: int) -> Any:
         if self.table is None:
@@ -132,7 +140,7 @@ class ScenarioField:
             return value
         if not isinstance(value, str):
             raise SourceError(path, line, f"{self.name} must be a catalogue key (a string), got {value!r}")
-        rows = getattr(catalogue, self.table)
+        rows = self.rows(catalogue)
         if value not in rows:
             raise SourceError(path, line, str(UnknownKey(self.table[:-1], value, list(rows))))
         return value
@@ -141,8 +149,11 @@ class ScenarioField:
         """What readers see for a value: the catalogue row's name, or "4 cards", "2,048 tokens"."""
         if self.table is None:
             return f"{value:,} {self.unit}{'s' if value != 1 else ''}"
-        return getattr(catalogue, self.table)[value].name
+        return self.rows(catalogue)[value].name
 
+
+# The number formats a scenario may choose (models.precision): weights, and the KV cache.
+FORMAT_TABLES = {"weight formats": WEIGHT_FORMATS, "kv formats": KV_FORMATS}
 
 # The scenario's fields, in the order of Scenario's attributes, its key and its CSV columns:
 # the one table that parsing, the switch, labels and CSV headers read.
@@ -152,6 +163,8 @@ SCENARIO_TABLE = (
     ScenarioField("target", "Target model", "target model", "models"),
     ScenarioField("draft", "Draft model", "draft model", "models"),
     ScenarioField("context", "Context", "context (tokens)", None, "token", 1 << 20),
+    ScenarioField("weights", "Weights", "weight format", "weight formats"),
+    ScenarioField("kv", "KV cache", "KV cache format", "kv formats"),
 )
 SCENARIO_FIELDS = tuple(f.name for f in SCENARIO_TABLE)
 FIELD = {f.name: f for f in SCENARIO_TABLE}
@@ -159,19 +172,23 @@ FIELD = {f.name: f for f in SCENARIO_TABLE}
 
 @dataclass(frozen=True)
 class Scenario:
-    """Where the models run: hardware, card count, the two models (by catalogue key), and the
-    context every request holds in its KV cache, in tokens. The site's default is the
-    catalogue's `defaults: scenario:` (see default_scenario)."""
+    """Where the models run: hardware, card count, the two models (by catalogue key), the
+    context every request holds in its KV cache, in tokens, and the number formats of the
+    weights and of that cache (models.precision). The site's default is the catalogue's
+    `defaults: scenario:` (see default_scenario)."""
 
     accelerator: str
     cards: int
     target: str
     draft: str
     context: int
+    weights: str
+    kv: str
 
     def resolve(self, catalogue: Catalogue) -> "Resolved":
         return Resolved(self, catalogue.accelerator(self.accelerator), self.cards,
-                        catalogue.model(self.target), catalogue.model(self.draft), self.context)
+                        catalogue.model(self.target), catalogue.model(self.draft), self.context,
+                        Precision.of(self.weights, self.kv))
 
     @property
     def key(self) -> str:
@@ -191,6 +208,37 @@ class Resolved:
     target: LLM
     draft: LLM
     context: int
+    precision: Precision
+
+    def model(self, which: str = "target") -> LLM:
+        """The target or the draft."""
+        if which not in ("target", "draft"):
+            raise ValueError(f"model must be 'target' or 'draft', got {which!r}")
+        return self.target if which == "target" else self.draft
+
+    def forward(self, tokens, context=None, requests=None, which: str = "target") -> roofline.StepTime:
+        """A pass of the target (or draft) over `tokens` positions on the scenario's cards, in its
+        formats: by default a decode pass of `tokens` requests at the scenario's context."""
+        return roofline.step_time(self.acc, self.model(which), self.cards, tokens, self.context_or(context),
+                                  requests, self.precision)
+
+    def prefill(self, prompt) -> roofline.StepTime:
+        """The pass that prefills a `prompt`-token prompt of the target (models.prefill)."""
+        return prefill.prefill_step(self.acc, self.target, self.cards, prompt, self.precision)
+
+    def ridge_tokens(self, context=0.0, which: str = "target"):
+        """Decode batch at which arithmetic overtakes the reads, at `context` tokens a request."""
+        return roofline.ridge_tokens(self.acc, self.model(which), context, self.precision)
+
+    @property
+    def peak(self) -> float:
+        """One card's FLOP/s for the blocks' products, in the weights' format."""
+        return self.acc.peak(self.precision.weights)
+
+    @property
+    def ridge(self) -> float:
+        """FLOP per byte above which those products are compute-bound on this card."""
+        return self.peak / self.acc.bandwidth
 
     def context_or(self, context=None):
         """`context` where a caller names one, else the scenario's own."""
@@ -200,7 +248,7 @@ class Resolved:
         """The most requests that fit at once, each holding the scenario's context (or `context`)
         in its cache, with the draft's weights and cache too when `with_draft`."""
         return float(kvcache.slots(self.acc, self.target, self.cards, self.context_or(context),
-                                   self.draft if with_draft else None))
+                                   self.draft if with_draft else None, precision=self.precision))
 
 
 def unfit_reason(r: Resolved, with_draft: bool) -> str | None:
@@ -216,14 +264,15 @@ def unfit_reason(r: Resolved, with_draft: bool) -> str | None:
             return (f"{m.name} does not split over {r.cards} cards: its {m.heads} heads and {m.kv_heads} "
                     f"KV heads must divide evenly")
     draft = r.draft if with_draft else None
-    if kvcache.fits(r.acc, r.target, r.cards, r.context, draft):
+    if kvcache.fits(r.acc, r.target, r.cards, r.context, draft, precision=r.precision):
         return None
     who = f"{r.target.name} and its {r.draft.name} draft" if draft else r.target.name
-    need = int(kvcache.min_cards(r.acc, r.target, r.context, draft))
+    fmt = f" in {r.precision.weights.name}" if r.precision.weights.key != "bf16" else ""
+    need = int(kvcache.min_cards(r.acc, r.target, r.context, draft, precision=r.precision))
     if need:
-        return f"{who} need{'' if draft else 's'} {need} × {r.acc.name} at {r.context:,} tokens of context"
+        return f"{who}{fmt} need{'' if draft else 's'} {need} × {r.acc.name} at {r.context:,} tokens of context"
     most = kvcache.tensor_parallel_sizes(*models)[-1]
-    return f"{who} do{'' if draft else 'es'} not fit on {most} × {r.acc.name}, the most {'they split' if draft else 'it splits'} over"
+    return f"{who}{fmt} do{'' if draft else 'es'} not fit on {most} × {r.acc.name}, the most {'they split' if draft else 'it splits'} over"
 
 
 def check_scenario_value(field: str, value: Any, catalogue: Catalogue, path: str, line: int) -> Any:

@@ -35,9 +35,9 @@ class KVSlots(FigureKind):
         for key, label in VARIANTS.items():
             draft = r.draft if key == "spec" else None
             parts.append(part("line", len(CONTEXTS), variant=label, context=CONTEXTS,
-                              slots=kvcache.slots(r.acc, r.target, r.cards, CONTEXTS, draft)))
+                              slots=kvcache.slots(r.acc, r.target, r.cards, CONTEXTS, draft, precision=r.precision)))
             parts.append(part("point", 1, variant=label, context=here,
-                              slots=kvcache.slots(r.acc, r.target, r.cards, here, draft)))
+                              slots=kvcache.slots(r.acc, r.target, r.cards, here, draft, precision=r.precision)))
         return stack(parts, list(self.columns))
 
     def chart(self, sliders: dict[str, Slider]) -> alt.TopLevelMixin:
@@ -65,7 +65,8 @@ class KVSlots(FigureKind):
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
         rows = []
         for c in sorted({2048, 8192, 32768, 131072, r.context}):
-            shown = [float(kvcache.slots(r.acc, r.target, r.cards, c, r.draft if key == "spec" else None))
+            shown = [float(kvcache.slots(r.acc, r.target, r.cards, c, r.draft if key == "spec" else None,
+                                         precision=r.precision))
                      for key in VARIANTS]
             rows.append([f"{c:,}" + (" (this scenario)" if c == r.context else ""), f"{shown[0]:.0f}",
                          f"{shown[1]:.0f}", f"{shown[0] - shown[1]:.0f}"])
@@ -80,8 +81,8 @@ class KVSlots(FigureKind):
 
     def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
         n, c = r.cards, r.context
-        plain = float(kvcache.slots(r.acc, r.target, n, c))
-        spec = float(kvcache.slots(r.acc, r.target, n, c, r.draft))
+        plain = float(kvcache.slots(r.acc, r.target, n, c, precision=r.precision))
+        spec = float(kvcache.slots(r.acc, r.target, n, c, r.draft, precision=r.precision))
         return {"target": r.target.name, "cards": f"{n:g}", "acc": r.acc.name, "ctx": f"{c:,.0f}",
                 "plain": f"{count(plain, 'request')} fit" if plain else "no request fits",
                 "spec": f"and {spec:.0f}" if plain and spec else ("and none" if plain else "nor any"),

@@ -39,7 +39,7 @@ def _time(seconds: float) -> str:
 class PrefillVsDecode(FigureKind):
     name = "prefill-vs-decode"
     title = "Time per token against prompt length: prefill and decode"
-    reads = ("accelerator", "cards", "target")
+    reads = ("accelerator", "cards", "target", "weights", "kv")
     sliders = {"prompt": PHASE_SLIDERS["prompt"]}
     columns = {"what": "row", "phase": "phase", "tokens": "prompt length (tokens)", "ms": "ms per token",
                "ms_decode": "decode ms per token at that length", "ratio": "decode over prefill, per token",
@@ -47,13 +47,13 @@ class PrefillVsDecode(FigureKind):
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         acc, m, n = r.acc, r.target, r.cards
-        longest = prefill.longest_fit(acc, m, n, LONGEST)
-        ridge = roofline.ridge_tokens(acc, m)
+        longest = prefill.longest_fit(acc, m, n, LONGEST, r.precision)
+        ridge = r.ridge_tokens()
 
         def rows(what: str, tokens: np.ndarray, phase: str, prompt) -> Columns:
-            tokens = tokens[prefill.fits(acc, m, n, tokens)]  # only what fits in memory is drawn
-            pre = prefill.prefill_s_per_token(acc, m, n, tokens) * 1e3
-            dec = prefill.decode_s_per_token(acc, m, n, tokens) * 1e3  # the next token, reading the prompt's cache
+            tokens = tokens[prefill.fits(acc, m, n, tokens, r.precision)]  # only what fits in memory is drawn
+            pre = prefill.prefill_s_per_token(acc, m, n, tokens, r.precision) * 1e3
+            dec = prefill.decode_s_per_token(acc, m, n, tokens, r.precision) * 1e3  # the next token, reading the prompt's cache
             return part(what, len(tokens), phase=phase, tokens=tokens, ms=dec if phase == "decode" else pre,
                         ms_decode=dec, ratio=dec / pre, attention=prefill.attention_share(m, tokens),
                         prompt=tokens if prompt else 0)
@@ -108,8 +108,8 @@ class PrefillVsDecode(FigureKind):
         acc, m, n = r.acc, r.target, r.cards
         p = sliders["prompt"].default
         picks = [(f"{t:,}", (cols["what"] == "prefill") & (cols["tokens"] == t), t) for t in SHOWN]
-        picks.append((f"{roofline.ridge_tokens(acc, m):,.0f} (the ridge)", cols["what"] == "ridge",
-                      roofline.ridge_tokens(acc, m)))
+        picks.append((f"{r.ridge_tokens():,.0f} (the ridge)", cols["what"] == "ridge",
+                      r.ridge_tokens()))
         picks.append((f"{p:,.0f} (the prompt slider)", rows_at(cols, sliders, what="prefill-at"), p))
         rows = []
         for label, mask, tokens in sorted(picks, key=lambda x: x[2]):
@@ -117,12 +117,12 @@ class PrefillVsDecode(FigureKind):
                 rows.append([label] + ["does not fit in memory"] * 5)
                 continue
             i = int(np.flatnonzero(mask)[0])
-            bound = "compute" if bool(roofline.step_time(acc, m, n, cols["tokens"][i]).compute_bound) else "bandwidth"
+            bound = "compute" if bool(r.prefill(cols["tokens"][i]).compute_bound) else "bandwidth"
             rows.append([label, _time(cols["ms"][i] / 1e3), _time(cols["ms_decode"][i] / 1e3),
                          f"{cols['ratio'][i]:,.0f}×", bound, f"{cols['attention'][i]:.1%}"])
         return TableView(
-            caption=(f"Time per token for {m.name} on {n} × {acc.name} in bf16: weight reads and dense arithmetic "
-                     f"at datasheet peaks: weight and cache reads, arithmetic with causal attention (the last column "
+            caption=(f"Time per token for {m.name} on {n} × {acc.name}, {r.precision.weights.name} weights and "
+                     f"{r.precision.kv.name} cache, at datasheet peaks: weight and cache reads, arithmetic with causal attention (the last column "
                      f"says how much attention adds to prefill's arithmetic), and the all-reduces between cards"),
             headers=["Prompt (tokens)", "Prefill, per prompt token", "Decode, per generated token",
                      "Decode over prefill", "Prefill bound by", "Causal attention adds"],
@@ -135,9 +135,9 @@ class PrefillVsDecode(FigureKind):
     def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
         # From the model, as the rows are: facts() gets no slider steps to look rows up by.
         acc, m, n = r.acc, r.target, r.cards
-        longest = prefill.longest_fit(acc, m, n, LONGEST)
-        ridge = roofline.ridge_tokens(acc, m)
-        decode = _time(float(prefill.decode_s_per_token(acc, m, n, 1)))
+        longest = prefill.longest_fit(acc, m, n, LONGEST, r.precision)
+        ridge = r.ridge_tokens()
+        decode = _time(float(prefill.decode_s_per_token(acc, m, n, 1, r.precision)))
         if longest == 0:
             shape = "The weights and one token of KV cache do not fit in memory, so nothing is drawn."
         elif longest < ridge:
@@ -145,8 +145,8 @@ class PrefillVsDecode(FigureKind):
                      f"proportion to the prompt up to the longest prompt that fits in memory, {longest:,} tokens, "
                      f"short of the ridge at {ridge:,.0f}.")
         else:
-            floor = _time(float(prefill.prefill_s_per_token(acc, m, n, ridge)))
-            last = _time(float(prefill.decode_s_per_token(acc, m, n, min(longest, LONGEST))))
+            floor = _time(float(prefill.prefill_s_per_token(acc, m, n, ridge, r.precision)))
+            last = _time(float(prefill.decode_s_per_token(acc, m, n, min(longest, LONGEST), r.precision)))
             shape = (f"Decode takes {decode} per generated token after a one-token prompt and {last} after the "
                      f"longest, whose cache it reads; prefill starts level with it and falls almost in proportion "
                      f"to the prompt up to the ridge at {ridge:,.0f} tokens, where it takes {floor} per prompt "
@@ -154,9 +154,9 @@ class PrefillVsDecode(FigureKind):
             if longest < LONGEST:
                 shape += f" Prompts longer than {longest:,} tokens do not fit in memory."
         p = position["prompt"]
-        if prefill.fits(acc, m, n, p):
-            per = float(prefill.prefill_s_per_token(acc, m, n, p))
-            ratio = float(prefill.decode_s_per_token(acc, m, n, p)) / per
+        if prefill.fits(acc, m, n, p, r.precision):
+            per = float(prefill.prefill_s_per_token(acc, m, n, p, r.precision))
+            ratio = float(prefill.decode_s_per_token(acc, m, n, p, r.precision)) / per
             now = f"At a prompt of {p:,.0f} tokens prefill takes {_time(per)} per token, {ratio:,.0f}× less than decode."
         else:
             now = f"A prompt of {p:,.0f} tokens does not fit in memory."

@@ -36,27 +36,28 @@ def phase_filter(sliders: dict[str, Slider], static: list[str]) -> str:
 class Roofline(FigureKind):
     name = "roofline"
     title = "Attainable FLOP/s against arithmetic intensity"
-    reads = ("accelerator", "cards", "target", "context")
+    reads = ("accelerator", "cards", "target", "context", "weights", "kv")
     sliders = PHASE_SLIDERS
     columns = {"what": "row", "intensity": "arithmetic intensity (FLOP/byte)",
                "tflops": "attainable TFLOP/s per card", "prompt": "prompt length", "batch": "decode batch"}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         acc = r.acc
-        roof_i = np.array([INTENSITY_RANGE[0], acc.ridge, INTENSITY_RANGE[1]])
-        roof = np.minimum(acc.flops, acc.bandwidth * roof_i) / 1e12
+        roof_i = np.array([INTENSITY_RANGE[0], r.ridge, INTENSITY_RANGE[1]])
+        roof = np.minimum(r.peak, acc.bandwidth * roof_i) / 1e12
 
         def phase(what: str, tokens: np.ndarray, **sl) -> Columns:
             st = phase_pass(r, what, tokens)
-            # Attainable FLOP/s per card at the pass's intensity: its share of the read-or-compute
-            # time spent computing, times the peak (the all-reduces sit outside the roofline).
-            busy = st.compute_s / np.maximum(st.memory_s, st.compute_s)
-            return part(what, len(tokens), intensity=st.intensity, tflops=busy * acc.flops / 1e12, **sl)
+            # Attained FLOP/s per card: the pass's FLOPs (intensity x bytes read) over the longer of
+            # its reads and its arithmetic (the all-reduces sit outside the roofline).
+            flops = st.intensity * st.memory_s * acc.bandwidth
+            return part(what, len(tokens), intensity=st.intensity,
+                        tflops=flops / np.maximum(st.memory_s, st.compute_s) / 1e12, **sl)
 
         prompts, batches = grid["prompt"], grid["batch"]
         return stack([
             part("roof", 3, intensity=roof_i, tflops=roof, prompt=0, batch=0),
-            part("ridge", 1, intensity=acc.ridge, tflops=acc.flops / 1e12, prompt=0, batch=0),
+            part("ridge", 1, intensity=r.ridge, tflops=r.peak / 1e12, prompt=0, batch=0),
             phase("prefill", prompts, prompt=prompts, batch=np.zeros(len(prompts))),
             phase("decode", batches, prompt=np.zeros(len(batches)), batch=batches),
         ], list(self.columns))
@@ -89,8 +90,8 @@ class Roofline(FigureKind):
                             (f"Prefill, {p:g}-token prompt", rows_at(cols, sliders, {"prompt": p}, what="prefill")),
                             (f"Decode, batch {b:g}", rows_at(cols, sliders, {"batch": b}, what="decode"))]:
             i, t = cols["intensity"][mask][0], cols["tflops"][mask][0]
-            rows.append([label, f"{i:,.0f}", f"{t:,.1f}", f"{t * 1e12 / r.acc.flops:.1%}"])
-        return TableView(caption=f"Roofline of the {r.acc.name}, {r.target.name} in bf16",
+            rows.append([label, f"{i:,.0f}", f"{t:,.1f}", f"{t * 1e12 / r.peak:.1%}"])
+        return TableView(caption=f"Roofline of the {r.acc.name}, {r.target.name} with {r.precision.weights.name} weights",
                          headers=["Point", "FLOP per byte", "TFLOP/s per card", "Share of peak"], rows=rows)
 
     description = ("Log-log roofline of the {acc}: attainable FLOP/s rises with arithmetic intensity until the "
@@ -99,12 +100,12 @@ class Roofline(FigureKind):
 
     def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
         def where(intensity: float) -> str:
-            if intensity >= r.acc.ridge:
+            if intensity >= r.ridge:
                 return "on the flat roof"
-            return "far down the bandwidth slope" if intensity < r.acc.ridge / 4 else "on the slope below the ridge"
+            return "far down the bandwidth slope" if intensity < r.ridge / 4 else "on the slope below the ridge"
         # From the model at the position, as the points are: facts() has no slider steps to look rows up by.
         batch, prompt = position["batch"], position["prompt"]
-        return {"acc": r.acc.name, "ridge": f"{r.acc.ridge:.0f}", "peak": f"{r.acc.bf16_tflops:g}",
+        return {"acc": r.acc.name, "ridge": f"{r.ridge:.0f}", "peak": f"{r.peak / 1e12:g}",
                 "batch": f"{batch:g}", "prompt": f"{prompt:,.0f}",
                 "decode_where": where(float(phase_pass(r, "decode", batch).intensity)),
                 "prefill_where": where(float(phase_pass(r, "prefill", prompt).intensity))}
@@ -113,6 +114,4 @@ class Roofline(FigureKind):
 def phase_pass(r: Resolved, phase: str, tokens) -> roofline.StepTime:
     """The pass a point stands for: prefill of a `tokens`-token prompt, or decode of `tokens`
     requests at the scenario's context. The step-time figure places the same passes."""
-    if phase == "prefill":
-        return prefill.prefill_step(r.acc, r.target, r.cards, tokens)
-    return roofline.step_time(r.acc, r.target, r.cards, tokens, r.context)
+    return r.prefill(tokens) if phase == "prefill" else r.forward(tokens)

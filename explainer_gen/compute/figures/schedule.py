@@ -26,7 +26,8 @@ TOP = 2.55
 def _rows(r: Resolved, batch: int, spread: float) -> list[Columns]:
     out = []
     for sched, label in SCHEDULERS.items():
-        run = batching.simulate(sched, batch, spread, r.acc, r.target, r.cards, r.context)
+        run = batching.simulate(sched, batch, spread, r.acc, r.target, r.cards, r.context,
+                                    precision=r.precision)
         base, n = BASE[sched], len(run.slot)
         pos = dict(batch=batch, spread=spread, sched=label)
         if sched == "static":
@@ -45,7 +46,7 @@ def _rows(r: Resolved, batch: int, spread: float) -> list[Columns]:
 class BatchSchedule(FigureKind):
     name = "batch-schedule"
     title = "Slot occupancy under static and continuous batching"
-    reads = ("accelerator", "cards", "target", "context")
+    reads = ("accelerator", "cards", "target", "context", "weights", "kv")
     sliders = {
         "batch": Slider("batch", "Batch size (slots)", 4, 32, 4, 8),
         "spread": Slider("spread", "Spread of output lengths", 0.0, 1.0, 0.1, 0.6),

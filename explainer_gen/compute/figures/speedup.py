@@ -27,7 +27,7 @@ class SpeedupVsBatch(FigureKind):
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         cols = grid_product(grid, k=np.array(LOOKAHEADS, dtype=float), batch=BATCHES.astype(float))
         cols["speedup"] = speculative.speedup(r.acc, r.target, r.draft, r.cards, cols["batch"], cols["a"], cols["k"],
-                                              r.context)
+                                              r.context, r.precision)
         cols["fits"] = (cols["batch"] <= r.memory_cap(with_draft=True)).astype(float)
         cols["cap"] = np.full(len(cols["batch"]), r.memory_cap(with_draft=True))
         return cols

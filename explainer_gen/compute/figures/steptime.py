@@ -31,15 +31,15 @@ CURVE = np.unique(np.round(2 ** np.arange(0, np.log2(TOKENS_RANGE[1]) + 0.01, 0.
 class StepTime(FigureKind):
     name = "step-time"
     title = "Step time against tokens per pass"
-    reads = ("accelerator", "cards", "target", "context")
+    reads = ("accelerator", "cards", "target", "context", "weights", "kv")
     sliders = PHASE_SLIDERS
     columns = {"what": "row", "tokens": "tokens per pass", "ms": "milliseconds",
                "prompt": "prompt length", "batch": "decode batch"}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         ends = np.array(TOKENS_RANGE)
-        at = lambda tokens: roofline.step_time(r.acc, r.target, r.cards, tokens)  # noqa: E731 (the weights alone)
-        ridge = roofline.ridge_tokens(r.acc, r.target)
+        at = lambda tokens: r.forward(tokens, context=0)  # noqa: E731 (the weights alone)
+        ridge = r.ridge_tokens()
         curve = np.unique(np.append(CURVE, ridge))
         # Decode runs only as far as memory holds the requests' caches.
         decode = curve[curve <= r.memory_cap()]
@@ -92,7 +92,7 @@ class StepTime(FigureKind):
                 ("Ridge", "ridge", cols["what"] == "ridge"),
                 (f"Prefill, {p:g}-token prompt", "prefill", rows_at(cols, sliders, {"prompt": p}, what="prefill"))]:
             tokens, ms = cols["tokens"][mask][0], cols["ms"][mask][0]
-            st = roofline.step_time(r.acc, r.target, r.cards, tokens) if phase == "ridge" else phase_pass(r, phase, tokens)
+            st = r.forward(tokens, context=0) if phase == "ridge" else phase_pass(r, phase, tokens)
             bound = "compute" if bool(st.compute_bound) else "bandwidth"
             rows.append([label, f"{tokens:,.0f}", f"{ms:,.2f}", bound])
         return TableView(caption=f"Step time of {r.target.name} on {r.cards} × {r.acc.name}",
@@ -104,7 +104,7 @@ class StepTime(FigureKind):
                    "ridge. A decode pass also reads each request's {context}-token cache: {decode_shape}")
 
     def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
-        floor = float(roofline.step_time(r.acc, r.target, r.cards, 1).memory_s) * 1e3
+        floor = float(r.forward(1, context=0).memory_s) * 1e3
         one = float(phase_pass(r, "prefill", 1).seconds) * 1e3
         cap = r.memory_cap()
         shown = min(cap, TOKENS_RANGE[1])
@@ -112,7 +112,7 @@ class StepTime(FigureKind):
         decode_shape = (f"{at_cap:,.1f} ms at a batch of {shown:,.0f}"
                         + (", the most requests that fit in memory." if cap <= TOKENS_RANGE[1] else "."))
         return {"target": r.target.name, "cards": f"{r.cards}", "acc": r.acc.name, "floor": f"{floor:.1f} ms",
-                "ridge": f"{roofline.ridge_tokens(r.acc, r.target):.0f}", "prefill_one": f"{one:.1f} ms",
+                "ridge": f"{r.ridge_tokens():.0f}", "prefill_one": f"{one:.1f} ms",
                 "context": f"{r.context:,}", "decode_shape": decode_shape}
 
 def _legend_expr() -> str:

@@ -28,19 +28,19 @@ SHOWN = (1, 8, 64, 256, 1024, 4096)
 class BatchThroughput(FigureKind):
     name = "batch-throughput"
     title = "Throughput and time per token against batch size"
-    reads = ("accelerator", "cards", "target", "context")
+    reads = ("accelerator", "cards", "target", "context", "weights", "kv")
     sliders: dict[str, Slider] = {}
     columns = {"what": "row", "batch": "batch size", "tps": "tokens per second", "tpot_ms": "ms per output token"}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         cap = r.memory_cap()
-        ridge = roofline.ridge_tokens(r.acc, r.target, r.context)
+        ridge = r.ridge_tokens(r.context)
         marks = [b for b in (ridge, cap) if b <= min(cap, BATCHES[-1])]
         batches = np.unique(np.concatenate([BATCHES[BATCHES <= cap], marks]))
 
         def at(what: str, b) -> Columns:
             b = np.atleast_1d(np.asarray(b, dtype=float))
-            st = roofline.step_time(r.acc, r.target, r.cards, b, r.context)
+            st = r.forward(b)
             return part(what, len(b), batch=b, tps=b / st.seconds, tpot_ms=st.seconds * 1e3)
 
         return stack([at("curve", batches)] + ([at("ridge", ridge)] if ridge <= cap else [])
@@ -88,7 +88,7 @@ class BatchThroughput(FigureKind):
                    "{shape}")
 
     def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
-        ridge, cap = roofline.ridge_tokens(r.acc, r.target, r.context), r.memory_cap()
+        ridge, cap = r.ridge_tokens(r.context), r.memory_cap()
         if ridge <= cap:
             shape = (f"throughput climbs almost in proportion to the batch while time per token stays nearly flat, "
                      f"up to a batch of about {ridge:,.0f}; beyond it throughput flattens and time per token rises, "

@@ -45,9 +45,9 @@ class TokenTimeline(FigureKind):
         for i, run in enumerate(_draws(tuple(a.tolist()), tuple(k.tolist()))):
             runs[i] = run
         steps = np.array([len(run) for run in runs])
-        plain = speculative.plain_step_s(r.acc, r.target, r.cards, 1, r.context) * 1e3 + 0 * a
-        draft = speculative.draft_step_s(r.acc, r.draft, r.cards, 1, r.context) * 1e3 + 0 * a
-        verify = speculative.verify_step_s(r.acc, r.target, r.cards, 1, k, r.context) * 1e3
+        plain = speculative.plain_step_s(r.acc, r.target, r.cards, 1, r.context, r.precision) * 1e3 + 0 * a
+        draft = speculative.draft_step_s(r.acc, r.draft, r.cards, 1, r.context, r.precision) * 1e3 + 0 * a
+        verify = speculative.verify_step_s(r.acc, r.target, r.cards, 1, k, r.context, r.precision) * 1e3
         step_index = np.empty(len(a), dtype=object)
         for i, n in enumerate(steps):
             step_index[i] = list(range(n))

@@ -13,14 +13,14 @@ topic = Topic("batching")
 def static_tps(scenario: Resolved, batch, spread):
     """Tokens per second of the static scheduler at `batch` slots and output-length `spread`."""
     return batching.tokens_per_s("static", batch, spread, scenario.acc, scenario.target, scenario.cards,
-                               scenario.context)
+                               scenario.context, precision=scenario.precision)
 
 
 @topic.term(depends=("scenario",))
 def continuous_tps(scenario: Resolved, batch, spread):
     """Tokens per second of the continuous (iteration-level) scheduler."""
     return batching.tokens_per_s("continuous", batch, spread, scenario.acc, scenario.target, scenario.cards,
-                               scenario.context)
+                               scenario.context, precision=scenario.precision)
 
 
 @topic.term(depends=())

@@ -22,8 +22,9 @@ def _draft(scenario: Resolved, draft):
 
 @topic.term(depends=("scenario",))
 def kv_bytes(scenario: Resolved, which: str = "target") -> float:
-    """Cache bytes one token of context holds in the target (or the draft)."""
-    return kvcache.bytes_per_token(model(scenario, which))
+    """Cache bytes one token of context holds in the target (or the draft), in the scenario's
+    cache format."""
+    return kvcache.bytes_per_token(model(scenario, which), scenario.precision.kv.bytes)
 
 
 @topic.term(depends=("catalogue",))
@@ -39,27 +40,28 @@ def kv_bytes_of(catalogue: Catalogue, key: str) -> float:
 def kv_budget(scenario: Resolved, n=None, draft=0):
     """Bytes left for cache on `n` cards once the weights are in; negative if they do not fit."""
     return kvcache.cache_budget(scenario.acc, scenario.target, scenario.cards if n is None else n,
-                                _draft(scenario, draft))
+                                _draft(scenario, draft), precision=scenario.precision)
 
 
 @topic.term(depends=("scenario",))
 def kv_slots(scenario: Resolved, context, n=None, draft=0):
     """Requests of `context` tokens that fit at once on `n` cards."""
     return kvcache.slots(scenario.acc, scenario.target, scenario.cards if n is None else n, context,
-                         _draft(scenario, draft))
+                         _draft(scenario, draft), precision=scenario.precision)
 
 
 @topic.term(depends=("scenario",))
 def draft_slots(scenario: Resolved, context, n=None):
     """Slots the draft costs: its weights and its own cache."""
     return kvcache.draft_cost(scenario.acc, scenario.target, scenario.draft,
-                              scenario.cards if n is None else n, context)
+                              scenario.cards if n is None else n, context, precision=scenario.precision)
 
 
 @topic.term(depends=("scenario",))
 def kv_min_cards(scenario: Resolved, context, draft=0):
     """The fewest cards on which one request of `context` tokens fits."""
-    return kvcache.min_cards(scenario.acc, scenario.target, context, _draft(scenario, draft))
+    return kvcache.min_cards(scenario.acc, scenario.target, context, _draft(scenario, draft),
+                             precision=scenario.precision)
 
 
 @topic.term(depends=())

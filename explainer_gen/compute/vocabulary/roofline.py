@@ -8,19 +8,17 @@ from __future__ import annotations
 import numpy as np
 
 from models.catalogue import Catalogue
-from models.prefill import prefill_step
-from models.roofline import ALLREDUCES_PER_LAYER, ridge_tokens as _ridge_tokens, step_time
+from models.roofline import ALLREDUCES_PER_LAYER
 
 from ...sources.controls import Resolved
 from .registry import Topic
-from .scenario import model
 
 topic = Topic("roofline")
 
 
 def _pass(scenario: Resolved, tokens, which: str = "target", context=None):
     """A decode pass of `tokens` requests at the scenario's context (or `context`)."""
-    return step_time(scenario.acc, model(scenario, which), scenario.cards, tokens, scenario.context_or(context))
+    return scenario.forward(tokens, context, which=which)
 
 
 @topic.term(depends=("scenario",))
@@ -97,8 +95,8 @@ def link_gbps(scenario: Resolved) -> float:
 
 @topic.term(depends=("scenario",))
 def ridge(scenario: Resolved) -> float:
-    """The scenario's accelerator's ridge, FLOP per byte."""
-    return scenario.acc.ridge
+    """The scenario's accelerator's ridge, FLOP per byte, at the peak its weights' format runs at."""
+    return scenario.ridge
 
 
 @topic.term(depends=("catalogue",))
@@ -114,29 +112,29 @@ def ridge_of(catalogue: Catalogue, accelerator: str) -> float:
 def ridge_tokens(scenario: Resolved, which: str = "target", context=0):
     """Requests per decode pass at which the arithmetic takes as long as the reads, at `context`
     tokens of cache each (0 by default: the weights alone); inf where it never does."""
-    return _ridge_tokens(scenario.acc, model(scenario, which), context)
+    return scenario.ridge_tokens(context, which)
 
 
 @topic.term(depends=("scenario",))
 def compute_bound_batch(scenario: Resolved, context=None):
     """The smallest whole batch whose arithmetic outlasts the reads at the scenario's context
     (or `context`); inf where none does."""
-    return np.floor(_ridge_tokens(scenario.acc, scenario.target, scenario.context_or(context))) + 1
+    return np.floor(scenario.ridge_tokens(scenario.context_or(context))) + 1
 
 
 @topic.term(depends=("scenario",))
 def prefill_time(scenario: Resolved, prompt):
     """Seconds for the pass that prefills a `prompt`-token prompt (models.prefill.prefill_step)."""
-    return prefill_step(scenario.acc, scenario.target, scenario.cards, prompt).seconds
+    return scenario.prefill(prompt).seconds
 
 
 @topic.term(depends=("scenario",))
 def prefill_util(scenario: Resolved, prompt):
     """Share of peak FLOP/s that prefill pass uses."""
-    return prefill_step(scenario.acc, scenario.target, scenario.cards, prompt).utilisation
+    return scenario.prefill(prompt).utilisation
 
 
 @topic.term(depends=("scenario",))
 def prefill_intensity(scenario: Resolved, prompt):
     """FLOP per byte that prefill pass reads."""
-    return prefill_step(scenario.acc, scenario.target, scenario.cards, prompt).intensity
+    return scenario.prefill(prompt).intensity

@@ -14,17 +14,18 @@ topic = Topic("scenario")
 
 def model(scenario: Resolved, which: str = "target") -> LLM:
     """The scenario's target or draft (not a term: the terms below take `which` and use it)."""
-    if which == "target":
-        return scenario.target
-    if which == "draft":
-        return scenario.draft
-    raise ValueError(f"model must be 'target' or 'draft', got {which!r}")
+    return scenario.model(which)
 
 
 @topic.term(depends=("scenario",))
 def name(scenario: Resolved, which: str = "accelerator") -> str:
-    """The accelerator's name, or the target's or draft's: name('target')."""
-    return scenario.acc.name if which == "accelerator" else model(scenario, which).name
+    """The accelerator's name, the target's or draft's, or the number format of the weights or
+    of the KV cache: name('target'), name('weights'), name('kv')."""
+    if which == "accelerator":
+        return scenario.acc.name
+    if which in ("weights", "kv"):
+        return getattr(scenario.precision, which).name
+    return model(scenario, which).name
 
 
 @topic.term(depends=("catalogue",))
@@ -46,8 +47,9 @@ def bandwidth(scenario: Resolved) -> float:
 
 @topic.term(depends=("scenario",))
 def flops(scenario: Resolved) -> float:
-    """One card's dense BF16 FLOP/s."""
-    return scenario.acc.flops
+    """One card's dense FLOP/s at the peak the weights' format runs at (BF16, or FP8 where both
+    the weights and the card have it)."""
+    return scenario.acc.peak(scenario.precision.weights)
 
 
 @topic.term(depends=("scenario",))
@@ -63,14 +65,14 @@ def params(scenario: Resolved, which: str = "target") -> float:
 
 @topic.term(depends=("scenario",))
 def weight_bytes(scenario: Resolved, which: str = "target") -> float:
-    """The model's weights in bf16 as memory holds them, bytes."""
-    return model(scenario, which).weight_bytes()
+    """The model's weights as memory holds them, in the scenario's format, bytes."""
+    return model(scenario, which).weight_bytes(scenario.precision)
 
 
 @topic.term(depends=("scenario",))
 def read_bytes(scenario: Resolved, which: str = "target") -> float:
     """The weight bytes one decode step reads for one token (models.catalogue.LLM.read_bytes)."""
-    return model(scenario, which).read_bytes()
+    return model(scenario, which).read_bytes(1, scenario.precision)
 
 
 @topic.term(depends=("scenario",))
@@ -78,7 +80,7 @@ def embedding_bytes(scenario: Resolved, which: str = "target") -> float:
     """What memory holds of the weights but a decode step does not read: the untied input
     embedding's rows that no token looks up."""
     m = model(scenario, which)
-    return m.weight_bytes() - m.read_bytes()
+    return m.weight_bytes(scenario.precision) - m.read_bytes(1, scenario.precision)
 
 
 # The model's shape, from the catalogue: layers(), kv_heads('draft'), ...

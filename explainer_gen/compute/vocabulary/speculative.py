@@ -24,11 +24,12 @@ def E(a, k):
 
 
 @lru_cache(maxsize=4096)
-def _breakeven(acc, target, draft, cards: int, context: float, a: bytes, k: bytes, shape: tuple) -> np.ndarray:
+def _breakeven(acc, target, draft, cards: int, context: float, precision, a: bytes, k: bytes, shape: tuple) -> np.ndarray:
     """The bisection, once per setting: a page asks for the same one under many scenarios that
     differ only in fields it does not read (the table's rows name their context outright)."""
     a, k = (np.frombuffer(x, dtype=float).reshape(shape) for x in (a, k))
-    out = np.asarray(speculative.breakeven_batch(acc, target, draft, cards, a, k, context))
+    out = np.asarray(speculative.breakeven_batch(acc, target, draft, cards, a, k, context,
+                                                 precision=precision))
     out.setflags(write=False)
     return out
 
@@ -36,13 +37,13 @@ def _breakeven(acc, target, draft, cards: int, context: float, a: bytes, k: byte
 def _first_slower(scenario: Resolved, a, k, context):
     a, k = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(k, dtype=float))
     return _breakeven(scenario.acc, scenario.target, scenario.draft, scenario.cards,
-                      float(scenario.context_or(context)), a.tobytes(), k.tobytes(), a.shape)
+                      float(scenario.context_or(context)), scenario.precision, a.tobytes(), k.tobytes(), a.shape)
 
 
 @topic.term(depends=("scenario",))
 def speedup(scenario: Resolved, a, k, batch=1, context=None):
     return speculative.speedup(scenario.acc, scenario.target, scenario.draft, scenario.cards, batch, a, k,
-                               scenario.context_or(context))
+                               scenario.context_or(context), scenario.precision)
 
 
 @topic.term(depends=("scenario",))
@@ -55,13 +56,14 @@ def breakeven(scenario: Resolved, a, k, context=None):
 def spec_step(scenario: Resolved, k, batch=1):
     """Seconds for k draft steps and one verify pass."""
     return speculative.speculative_step_s(scenario.acc, scenario.target, scenario.draft, scenario.cards, batch, k,
-                                          scenario.context)
+                                          scenario.context, scenario.precision)
 
 
 @topic.term(depends=("scenario",))
 def verify(scenario: Resolved, k, batch=1):
     """Seconds for the verify pass alone: k + 1 positions a request, one read of each cache."""
-    return speculative.verify_step_s(scenario.acc, scenario.target, scenario.cards, batch, k, scenario.context)
+    return speculative.verify_step_s(scenario.acc, scenario.target, scenario.cards, batch, k, scenario.context,
+                                     scenario.precision)
 
 
 @topic.term(depends=())
