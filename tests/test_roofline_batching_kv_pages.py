@@ -2,6 +2,7 @@
 every number, set against direct calls to the models."""
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 
 import csv
@@ -17,6 +18,7 @@ import yaml
 
 from helpers import REPO, article, numbers_in
 from models import batching, kvcache, prefill, roofline, speculative
+from models.precision import Precision
 
 CONTEXT = 512  # the catalogue's default context, which the roofline and batching pages keep
 
@@ -305,20 +307,20 @@ def test_kv_slots_follow_the_switch_and_only_what_runs_is_offered(site, cat):
     state = page_state(site, "kv-cache")
     switch = front_matter("kv-cache")["explainer"]["switch"]
     runs = []
-    for a in switch["accelerator"]:
-        for n in switch["cards"]:
-            for t in switch["target"]:
-                for c in switch["context"]:
-                    acc, target = cat.accelerator(a), cat.model(t)
-                    if kvcache.tensor_parallel(target, n) and kvcache.fits(acc, target, n, c):
-                        runs.append((a, n, t, c))
+    for a, n, t, c, kv, w in itertools.product(*(switch[f] for f in ("accelerator", "cards", "target", "context",
+                                                                  "kv", "weights"))):
+        acc, target = cat.accelerator(a), cat.model(t)
+        if kvcache.tensor_parallel(target, n) and kvcache.fits(acc, target, n, c, precision=Precision.of(w, kv)):
+            runs.append((a, n, t, c, kv, w))
     chosen = [(s["choices"]["accelerator"], int(s["choices"]["cards"]), s["choices"]["target"],
-               int(s["choices"]["context"])) for s in state["scenarios"]]
+               int(s["choices"]["context"]), s["choices"]["kv"], s["choices"]["weights"]) for s in state["scenarios"]]
     assert sorted(chosen) == sorted(runs)
-    assert ("h100-sxm", 8, "llama-3.1-405b", 1024) not in chosen  # 811 GB of weights on 576 GB of cache budget
+    # 811 GB of weights on 576 GB of cache budget in BF16; in INT4 (211 GB) they fit.
+    assert ("h100-sxm", 8, "llama-3.1-405b", 2048, "bf16", "bf16") not in chosen
+    assert ("h100-sxm", 8, "llama-3.1-405b", 2048, "bf16", "int4") in chosen
     texts = []
-    for a, n, t, c in chosen:
-        shown = show(kvcache.slots(cat.accelerator(a), cat.model(t), n, c), ",d")
+    for a, n, t, c, kv, w in chosen:
+        shown = show(kvcache.slots(cat.accelerator(a), cat.model(t), n, c, precision=Precision.of(w, kv)), ",d")
         texts.append(f"{shown}\u00a0{'request' if shown == '1' else 'requests'}")
     assert any(n["deps"] == ["scenario"] and n["texts"] == texts for n in state["numbers"].values())
     # Every scenario the switch leaves out is greyed out from some scenario that runs, with its reason.

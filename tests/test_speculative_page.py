@@ -9,6 +9,7 @@ import pytest
 
 from helpers import REPO, article, copy_project, mkdocs_build, numbers_in
 from models import kvcache, load_catalogue, roofline, speculative
+from models.precision import Precision
 
 PAGE = "explainers/speculative-decoding/index.html"
 SOURCE = REPO / "docs/explainers/speculative-decoding.md"
@@ -86,18 +87,18 @@ def test_every_scenario_and_slider_position_is_precomputed(site):
     cat = load_catalogue()
     acc, cards, target, draft = scenario()
     # Every combination of the switch whose two models and one request's cache fit, and no other.
-    runs = [(a, n, d, c) for a in ("h100-sxm", "h200", "mi300x") for n in (1, 2, 4, 8)
-            for d in ("llama-3.2-1b", "llama-3-8b") for c in (512, 2048, 8192, 32768)
-            if kvcache.fits(cat.accelerator(a), target, n, c, cat.model(d))]
-    assert len(state["scenarios"]) == len(runs) < 3 * 4 * 2 * 4
+    runs = [(a, n, d, c, w) for a in ("h100-sxm", "mi300x") for n in (1, 4, 8)
+            for d in ("llama-3.2-1b", "llama-3-8b") for c in (512, 8192, 32768) for w in ("bf16", "fp8", "int4")
+            if kvcache.fits(cat.accelerator(a), target, n, c, cat.model(d), precision=Precision.of(w))]
+    assert len(state["scenarios"]) == len(runs) < 2 * 3 * 2 * 3 * 3
     # The largest paying batch depends on a, k and the scenario: check one position away from the default.
     n = next(v for v in state["numbers"].values() if set(v["deps"]) == {"scenario", "a", "k"}
              and len(v["texts"]) == len(runs) * 19 * 8 and v["texts"][0].replace(",", "").isdigit())
-    i_sc = [s["key"] for s in state["scenarios"]].index("h200.8.llama-3-70b.llama-3-8b.512")
+    i_sc = [s["key"] for s in state["scenarios"]].index("mi300x.8.llama-3-70b.llama-3-8b.512.int4.bf16")
     i_a, i_k = round((0.6 - 0.05) / 0.05), 2 - 1
-    d = cat.model("llama-3-8b")
-    want = speculative.breakeven_batch(cat.accelerator("h200"), target, d, 8, 0.6, 2, 512)
-    cap = kvcache.slots(cat.accelerator("h200"), target, 8, 512, d)
+    d, int4 = cat.model("llama-3-8b"), Precision.of("int4")
+    want = speculative.breakeven_batch(cat.accelerator("mi300x"), target, d, 8, 0.6, 2, 512, precision=int4)
+    cap = kvcache.slots(cat.accelerator("mi300x"), target, 8, 512, d, precision=int4)
     assert 0 < want <= cap
     assert n["texts"][(i_sc * 19 + i_a) * 8 + i_k] == f"{int(want) - 1:,d}"
 

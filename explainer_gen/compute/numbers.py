@@ -94,8 +94,11 @@ class Format:
     one: str = ""    # a noun after the number: its singular, shown only when the number reads "1"
     many: str = ""   # and its plural, shown otherwise ("0 requests", "1.0 requests")
     given: bool = True  # whether the author wrote a format at all
+    unbounded: str = ""  # the words shown for an infinite value (`| ,d or "never"`); none: inf is an error
 
     def __call__(self, value: float) -> str:
+        if self.unbounded and value == float("inf"):
+            return self.unbounded
         value = value * self.factor
         if self.spec.endswith(("d", "n")):  # integer formats: round first
             value = int(round(value))
@@ -124,6 +127,14 @@ def parse_format(text: str, path: str, line: int) -> Format:
     text = text.strip()
     if not text:
         return Format(".3g", 1.0, "", given=False)
+    # `,d or "never"`: words for a value that grows without bound, such as a batch that never
+    # turns compute-bound. Only +inf takes them; NaN and -inf stay errors.
+    unbounded = ""
+    tail = _UNBOUNDED.search(text)
+    if tail:
+        text, unbounded = text[:tail.start()].strip(), tail["words"]
+        if not unbounded.strip():
+            raise SourceError(path, line, f"the words after 'or' in format {text!r} are empty")
     spec, _, unit = text.partition(" ")
     unit = unit.strip()
     if spec in UNITS and not unit:  # just a unit: default precision
@@ -152,7 +163,10 @@ def parse_format(text: str, path: str, line: int) -> Format:
         raise SourceError(path, line, f"invalid format spec {spec!r}: {exc}; "
                           f"use a Python format such as .1f, .0f, ,.0f or .2%, then an optional unit "
                           f"or noun") from None
-    return Format(spec, factor, suffix, one, many)
+    return Format(spec, factor, suffix, one, many, unbounded=unbounded)
+
+
+_UNBOUNDED = re.compile(r'\s+or\s+"(?P<words>[^"]*)"\s*$')
 
 
 @dataclass(frozen=True)
@@ -366,7 +380,7 @@ def compute_number(item: Inline, number_id: str, expr: Expr, fmt: Format, slider
             value = np.broadcast_to(np.asarray(raw, dtype=float), shape)
         except (TypeError, ValueError) as exc:
             raise SourceError(path, item.line, f"inline number {{{{ {item.expr} }}}} failed: {exc}") from None
-        bad = ~np.isfinite(value)
+        bad = ~np.isfinite(value) & ~(bool(fmt.unbounded) & (value == np.inf))
         if bad.any():
             pos = np.unravel_index(int(np.argmax(bad)), shape) if shape else ()
             where = ", ".join(f"{s.name}={s.values()[p]:g}" for s, p in zip(axes, pos)) or "its only value"

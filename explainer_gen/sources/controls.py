@@ -210,6 +210,17 @@ class Resolved:
     context: int
     precision: Precision
 
+    def in_formats(self, weights: str | None = None, kv: str | None = None) -> "Resolved":
+        """The same scenario with its weights (or its cache) in another format: what a page's table
+        of formats compares. None keeps the scenario's own."""
+        if weights is None and kv is None:
+            return self
+        changes = {"weights": weights or self.scenario.weights, "kv": kv or self.scenario.kv}
+        for field, value in changes.items():
+            if value not in FIELD[field].rows(None):
+                raise ValueError(str(UnknownKey(FIELD[field].table[:-1], value, list(FIELD[field].rows(None)))))
+        return replace(self, scenario=replace(self.scenario, **changes), precision=Precision.of(**changes))
+
     def model(self, which: str = "target") -> LLM:
         """The target or the draft."""
         if which not in ("target", "draft"):

@@ -16,15 +16,17 @@ from .registry import Topic
 topic = Topic("roofline")
 
 
-def _pass(scenario: Resolved, tokens, which: str = "target", context=None):
-    """A decode pass of `tokens` requests at the scenario's context (or `context`)."""
-    return scenario.forward(tokens, context, which=which)
+def _pass(scenario: Resolved, tokens, which: str = "target", context=None, weights=None):
+    """A decode pass of `tokens` requests at the scenario's context (or `context`), with the
+    weights in the scenario's format (or `weights`)."""
+    return scenario.in_formats(weights).forward(tokens, context, which=which)
 
 
 @topic.term(depends=("scenario",))
-def step(scenario: Resolved, tokens=1, which: str = "target", context=None):
-    """Seconds for a decode pass over `tokens` requests: step(1), step(1, 'draft'), step(8, 'target', 0)."""
-    return _pass(scenario, tokens, which, context).seconds
+def step(scenario: Resolved, tokens=1, which: str = "target", context=None, weights=None):
+    """Seconds for a decode pass over `tokens` requests: step(1), step(1, 'draft'), step(8, 'target', 0),
+    step(1, weights='int4')."""
+    return _pass(scenario, tokens, which, context, weights).seconds
 
 
 @topic.term(depends=("scenario",))
@@ -109,17 +111,17 @@ def ridge_of(catalogue: Catalogue, accelerator: str) -> float:
 
 
 @topic.term(depends=("scenario",))
-def ridge_tokens(scenario: Resolved, which: str = "target", context=0):
+def ridge_tokens(scenario: Resolved, which: str = "target", context=0, weights=None):
     """Requests per decode pass at which the arithmetic takes as long as the reads, at `context`
     tokens of cache each (0 by default: the weights alone); inf where it never does."""
-    return scenario.ridge_tokens(context, which)
+    return scenario.in_formats(weights).ridge_tokens(context, which)
 
 
 @topic.term(depends=("scenario",))
-def compute_bound_batch(scenario: Resolved, context=None):
+def compute_bound_batch(scenario: Resolved, context=None, weights=None):
     """The smallest whole batch whose arithmetic outlasts the reads at the scenario's context
     (or `context`); inf where none does."""
-    return np.floor(scenario.ridge_tokens(scenario.context_or(context))) + 1
+    return np.floor(scenario.in_formats(weights).ridge_tokens(scenario.context_or(context))) + 1
 
 
 @topic.term(depends=("scenario",))

@@ -64,9 +64,9 @@ def params(scenario: Resolved, which: str = "target") -> float:
 
 
 @topic.term(depends=("scenario",))
-def weight_bytes(scenario: Resolved, which: str = "target") -> float:
-    """The model's weights as memory holds them, in the scenario's format, bytes."""
-    return model(scenario, which).weight_bytes(scenario.precision)
+def weight_bytes(scenario: Resolved, which: str = "target", weights=None) -> float:
+    """The model's weights as memory holds them, in the scenario's format (or `weights`), bytes."""
+    return model(scenario, which).weight_bytes(scenario.in_formats(weights).precision)
 
 
 @topic.term(depends=("scenario",))

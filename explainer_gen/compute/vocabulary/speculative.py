@@ -34,22 +34,24 @@ def _breakeven(acc, target, draft, cards: int, context: float, precision, a: byt
     return out
 
 
-def _first_slower(scenario: Resolved, a, k, context):
+def _first_slower(scenario: Resolved, a, k, context, weights=None):
+    scenario = scenario.in_formats(weights)
     a, k = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(k, dtype=float))
     return _breakeven(scenario.acc, scenario.target, scenario.draft, scenario.cards,
                       float(scenario.context_or(context)), scenario.precision, a.tobytes(), k.tobytes(), a.shape)
 
 
 @topic.term(depends=("scenario",))
-def speedup(scenario: Resolved, a, k, batch=1, context=None):
+def speedup(scenario: Resolved, a, k, batch=1, context=None, weights=None):
+    scenario = scenario.in_formats(weights)
     return speculative.speedup(scenario.acc, scenario.target, scenario.draft, scenario.cards, batch, a, k,
                                scenario.context_or(context), scenario.precision)
 
 
 @topic.term(depends=("scenario",))
-def breakeven(scenario: Resolved, a, k, context=None):
+def breakeven(scenario: Resolved, a, k, context=None, weights=None):
     """The batch from which speculation no longer pays, memory aside (-1: not below 65,536)."""
-    return _first_slower(scenario, a, k, context)
+    return _first_slower(scenario, a, k, context, weights)
 
 
 @topic.term(depends=("scenario",))
@@ -97,16 +99,16 @@ def timeline_tokens() -> int:
 
 
 @topic.term(depends=("scenario",))
-def memory_cap(scenario: Resolved, context=None):
+def memory_cap(scenario: Resolved, context=None, weights=None):
     """Requests that fit at once with the draft loaded beside the target, each holding `context`
     tokens (the scenario's by default) in both caches: the largest batch that can run."""
-    return scenario.memory_cap(with_draft=True, context=context)
+    return scenario.in_formats(weights).memory_cap(with_draft=True, context=context)
 
 
 @topic.term(depends=("scenario",))
-def pays_up_to(scenario: Resolved, a, k, context=None):
+def pays_up_to(scenario: Resolved, a, k, context=None, weights=None):
     """The largest batch at which speculation still pays and the batch fits in memory: the
     memory cap where speculation pays all the way to it, 0 where it never pays."""
-    cap = memory_cap(scenario, context)
-    first = _first_slower(scenario, a, k, context)
+    cap = memory_cap(scenario, context, weights)
+    first = _first_slower(scenario, a, k, context, weights)
     return np.where((first < 0) | (first > cap), cap, np.maximum(first - 1, 0))
