@@ -61,39 +61,49 @@ def per_token_acceptance(reported: str, value, k, tol: float = 1e-12):
     return out if out.ndim else float(out)
 
 
+def _price(st, eff):
+    """A pass's time: its roofline floor, or with `eff` (realistic.Efficiency) the estimate."""
+    return st.seconds if eff is None else eff.estimate(st)
+
+
 def plain_step_s(acc: Accelerator, target: LLM, cards, batch, context=0.0,
-                 precision: Precision = BF16_ALL):
-    return step_time(acc, target, cards, batch, context, precision=precision).seconds
+                 precision: Precision = BF16_ALL, eff=None):
+    return _price(step_time(acc, target, cards, batch, context, precision=precision), eff)
 
 
 def draft_step_s(acc: Accelerator, draft: LLM, cards, batch, context=0.0,
-                 precision: Precision = BF16_ALL):
-    """One draft pass over the batch: one guess for every request."""
-    return step_time(acc, draft, cards, batch, context, precision=precision).seconds
+                 precision: Precision = BF16_ALL, eff=None):
+    """One draft pass over the batch, on `cards` cards: one guess for every request."""
+    return _price(step_time(acc, draft, cards, batch, context, precision=precision), eff)
 
 
 def verify_step_s(acc: Accelerator, target: LLM, cards, batch, k, context=0.0,
-                  precision: Precision = BF16_ALL):
+                  precision: Precision = BF16_ALL, eff=None):
     """The target's pass over batch x (k + 1) positions, reading each request's cache once."""
     batch = np.asarray(batch, dtype=float)
     k = np.asarray(k, dtype=float)
-    return step_time(acc, target, cards, batch * (k + 1.0), context, requests=batch,
-                     precision=precision).seconds
+    return _price(step_time(acc, target, cards, batch * (k + 1.0), context, requests=batch,
+                            precision=precision), eff)
 
 
 def speculative_step_s(acc: Accelerator, target: LLM, draft: LLM, cards, batch, k, context=0.0,
-                       precision: Precision = BF16_ALL):
-    """k draft passes over the batch, then one verify pass over batch x (k + 1) positions."""
+                       precision: Precision = BF16_ALL, eff=None, draft_cards=None):
+    """k draft passes over the batch, then one verify pass over batch x (k + 1) positions.
+
+    The draft runs split over the target's cards (`draft_cards` None), or on `draft_cards` of them
+    (1: whole on one card, paying no all-reduces but reading at one card's bandwidth).
+    """
     k = np.asarray(k, dtype=float)
-    return (k * draft_step_s(acc, draft, cards, batch, context, precision)
-            + verify_step_s(acc, target, cards, batch, k, context, precision))
+    on = cards if draft_cards is None else draft_cards
+    return (k * draft_step_s(acc, draft, on, batch, context, precision, eff)
+            + verify_step_s(acc, target, cards, batch, k, context, precision, eff))
 
 
 def speedup(acc: Accelerator, target: LLM, draft: LLM, cards, batch, a, k, context=0.0,
-            precision: Precision = BF16_ALL):
+            precision: Precision = BF16_ALL, eff=None, draft_cards=None):
     """Tokens per second with speculation over tokens per second without, at the same batch."""
-    plain = plain_step_s(acc, target, cards, batch, context, precision)
-    spec = speculative_step_s(acc, target, draft, cards, batch, k, context, precision)
+    plain = plain_step_s(acc, target, cards, batch, context, precision, eff)
+    spec = speculative_step_s(acc, target, draft, cards, batch, k, context, precision, eff, draft_cards)
     return expected_tokens(a, k) * plain / spec
 
 

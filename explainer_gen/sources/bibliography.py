@@ -13,6 +13,7 @@ from pathlib import Path
 
 import bibtexparser
 from bibtexparser import middlewares as mw
+from pylatexenc.latex2text import LatexNodes2Text
 
 from models.yamlsource import SourceError
 
@@ -115,7 +116,7 @@ def load_bibliography(path: Path, display: str) -> Bibliography:
 @lru_cache(maxsize=8)  # parsing BibTeX is the slow part of a rebuild; the text rarely changes
 def parse_bibliography(text: str, display: str) -> Bibliography:
     library = bibtexparser.parse_string(
-        text, append_middleware=[mw.LatexDecodingMiddleware(), mw.SeparateCoAuthors(), mw.SplitNameParts()])
+        text, append_middleware=[mw.SeparateCoAuthors(), mw.SplitNameParts(), mw.LatexDecodingMiddleware()])
     for block in library.failed_blocks:
         line = block.start_line + 1
         kind = type(block).__name__
@@ -125,6 +126,13 @@ def parse_bibliography(text: str, display: str) -> Bibliography:
             raise SourceError(display, line, f"an entry repeats a field: {block.error}")
         raise SourceError(display, line, "this BibTeX entry could not be parsed; check its braces and commas")
     return Bibliography([_paper(entry, display) for entry in library.entries], display)
+
+
+_LATEX = LatexNodes2Text()
+
+
+def _latex(text: str) -> str:
+    return " ".join(_LATEX.latex_to_text(text).split())
 
 
 def _paper(entry, display: str) -> Paper:
@@ -150,8 +158,10 @@ def _paper(entry, display: str) -> Paper:
         raise SourceError(display, at("author"), f"entry {key!r} has no authors")
     authors, surnames = [], []
     for person in people:
-        last = " ".join(person.von + person.last)
-        first = " ".join(person.first)
+        # Names are split before their LaTeX is decoded, so that a braced name such as
+        # {PyTorch Labs} stays one surname, then each part is decoded (M{\"u}ller -> Müller).
+        last = _latex(" ".join(person.von + person.last))
+        first = _latex(" ".join(person.first))
         if not last:
             raise SourceError(display, at("author"), f"entry {key!r}: an author has no surname")
         authors.append(" ".join(p for p in (first, last, ", ".join(person.jr)) if p))

@@ -227,11 +227,12 @@ class Resolved:
             raise ValueError(f"model must be 'target' or 'draft', got {which!r}")
         return self.target if which == "target" else self.draft
 
-    def forward(self, tokens, context=None, requests=None, which: str = "target") -> roofline.StepTime:
-        """A pass of the target (or draft) over `tokens` positions on the scenario's cards, in its
-        formats: by default a decode pass of `tokens` requests at the scenario's context."""
-        return roofline.step_time(self.acc, self.model(which), self.cards, tokens, self.context_or(context),
-                                  requests, self.precision)
+    def forward(self, tokens, context=None, requests=None, which: str = "target", on=None) -> roofline.StepTime:
+        """A pass of the target (or draft) over `tokens` positions on the scenario's cards (or on
+        `on` of them), in its formats: by default a decode pass of `tokens` requests at the
+        scenario's context."""
+        return roofline.step_time(self.acc, self.model(which), self.cards if on is None else on, tokens,
+                                  self.context_or(context), requests, self.precision)
 
     def prefill(self, prompt) -> roofline.StepTime:
         """The pass that prefills a `prompt`-token prompt of the target (models.prefill)."""

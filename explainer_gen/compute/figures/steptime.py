@@ -5,13 +5,16 @@ The floor and the slope are straight lines on log-log axes, so their end points 
 passes are not: each adds its all-reduces, and a decode pass also reads every request's cache,
 so the prefill and decode curves are drawn from points four to a doubling, with the ridge among
 them. Prefill and decode points ride their curves with the same sliders as the roofline.
+
+Above each curve a band reaches from that floor to the realistic estimate of the same pass
+(models.realistic): the reads at the achieved share of bandwidth, plus the fixed cost of a pass.
 """
 from __future__ import annotations
 
 import altair as alt
 import numpy as np
 
-from models import roofline
+from models import realistic, roofline
 
 from ...sources.controls import Resolved, Slider
 from ...theme import colour
@@ -34,6 +37,7 @@ class StepTime(FigureKind):
     reads = ("accelerator", "cards", "target", "context", "weights", "kv")
     sliders = PHASE_SLIDERS
     columns = {"what": "row", "tokens": "tokens per pass", "ms": "milliseconds",
+               "ms_estimate": "realistic estimate of the pass, milliseconds (the curves only)",
                "prompt": "prompt length", "batch": "decode batch"}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
@@ -44,18 +48,23 @@ class StepTime(FigureKind):
         # Decode runs only as far as memory holds the requests' caches.
         decode = curve[curve <= r.memory_cap()]
         prompts, batches = grid["prompt"], grid["batch"]
+        eff = realistic.fit()
+
+        def curve_part(phase: str, tokens: np.ndarray) -> Columns:
+            st = phase_pass(r, phase, tokens)
+            return part(f"{phase}-line", len(tokens), tokens=tokens, ms=st.seconds * 1e3,
+                        ms_estimate=eff.estimate(st) * 1e3, prompt=0, batch=0)
+
         return stack([
-            part("memory", 2, tokens=ends, ms=at(ends).memory_s * 1e3, prompt=0, batch=0),
-            part("compute", 2, tokens=ends, ms=at(ends).compute_s * 1e3, prompt=0, batch=0),
-            part("prefill-line", len(curve), tokens=curve, ms=phase_pass(r, "prefill", curve).seconds * 1e3,
-                 prompt=0, batch=0),
-            part("decode-line", len(decode), tokens=decode, ms=phase_pass(r, "decode", decode).seconds * 1e3,
-                 prompt=0, batch=0),
-            part("ridge", 1, tokens=ridge, ms=at(ridge).memory_s * 1e3, prompt=0, batch=0),
+            part("memory", 2, tokens=ends, ms=at(ends).memory_s * 1e3, ms_estimate=0, prompt=0, batch=0),
+            part("compute", 2, tokens=ends, ms=at(ends).compute_s * 1e3, ms_estimate=0, prompt=0, batch=0),
+            curve_part("prefill", curve),
+            curve_part("decode", decode),
+            part("ridge", 1, tokens=ridge, ms=at(ridge).memory_s * 1e3, ms_estimate=0, prompt=0, batch=0),
             part("prefill", len(prompts), tokens=prompts, ms=phase_pass(r, "prefill", prompts).seconds * 1e3,
-                 prompt=prompts, batch=np.zeros(len(prompts))),
+                 ms_estimate=0, prompt=prompts, batch=np.zeros(len(prompts))),
             part("decode", len(batches), tokens=batches, ms=phase_pass(r, "decode", batches).seconds * 1e3,
-                 prompt=np.zeros(len(batches)), batch=batches),
+                 ms_estimate=0, prompt=np.zeros(len(batches)), batch=batches),
         ], list(self.columns))
 
     def chart(self, sliders: dict[str, Slider]) -> alt.TopLevelMixin:
@@ -68,8 +77,14 @@ class StepTime(FigureKind):
             x=x, y=y, detail="what:N", strokeOpacity=alt.value(0.7),
             color=alt.Color("what:N", title="Line", scale=alt.Scale(domain=list(LINES)),
                             legend=alt.Legend(labelExpr=_legend_expr())))
-        step = base.transform_filter("datum.what == 'prefill-line' || datum.what == 'decode-line'").mark_line(
-            strokeWidth=3).encode(x=x, y=y, detail="what:N", color=alt.Color("what:N", scale=alt.Scale(domain=list(LINES))))
+        curves = base.transform_filter("datum.what == 'prefill-line' || datum.what == 'decode-line'")
+        band = curves.mark_area(opacity=0.16).encode(
+            x=x, y=y, y2="ms_estimate:Q", detail="what:N", color=alt.Color("what:N", scale=alt.Scale(domain=list(LINES))),
+            tooltip=[alt.Tooltip("what:N", title="pass"), alt.Tooltip("tokens:Q", title="tokens per pass"),
+                     alt.Tooltip("ms:Q", title="floor (ms)", format=",.2f"),
+                     alt.Tooltip("ms_estimate:Q", title="estimate (ms)", format=",.2f")])
+        step = curves.mark_line(strokeWidth=3).encode(
+            x=x, y=y, detail="what:N", color=alt.Color("what:N", scale=alt.Scale(domain=list(LINES))))
         ridge = base.transform_filter("datum.what == 'ridge'")
         ridge_dot = ridge.mark_point(shape="diamond", size=90, filled=True, color=colour("muted")).encode(x=x, y=y)
         ridge_text = ridge.transform_calculate(label="'ridge: ' + format(datum.tokens, '.0f') + ' tokens'") \
@@ -81,7 +96,7 @@ class StepTime(FigureKind):
             x=x, y=y, shape=alt.Shape("what:N", title="Phase", scale=alt.Scale(domain=["prefill", "decode"])),
             tooltip=tooltip)
         labels = moving.mark_text(dx=8, dy=-12, align="left").encode(x=x, y=y, text="what:N")
-        return (alt.layer(guides, step, ridge_dot, ridge_text, dots, labels)
+        return (alt.layer(band, guides, step, ridge_dot, ridge_text, dots, labels)
                 .resolve_scale(color="shared").add_params(*slider_params(sliders)).properties(height=320))
 
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
@@ -94,14 +109,18 @@ class StepTime(FigureKind):
             tokens, ms = cols["tokens"][mask][0], cols["ms"][mask][0]
             st = r.forward(tokens, context=0) if phase == "ridge" else phase_pass(r, phase, tokens)
             bound = "compute" if bool(st.compute_bound) else "bandwidth"
-            rows.append([label, f"{tokens:,.0f}", f"{ms:,.2f}", bound])
-        return TableView(caption=f"Step time of {r.target.name} on {r.cards} × {r.acc.name}",
-                         headers=["Point", "Tokens per pass", "Step time (ms)", "Bound by"], rows=rows)
+            estimate = float(realistic.fit().estimate(st)) * 1e3
+            rows.append([label, f"{tokens:,.0f}", f"{ms:,.2f}", f"{estimate:,.2f}", bound])
+        return TableView(caption=f"Step time of {r.target.name} on {r.cards} × {r.acc.name}: the roofline floor, "
+                                 f"and the realistic estimate (achieved bandwidth and a fixed cost per pass)",
+                         headers=["Point", "Tokens per pass", "Floor (ms)", "Estimate (ms)", "Bound by"], rows=rows)
 
     description = ("Log-log chart of step time against tokens per pass for {target} on {cards} × {acc}. Reading the "
                    "weights takes {floor}, and arithmetic overtakes it at about {ridge} tokens. A prefill pass takes "
                    "{prefill_one} for one token, all-reduces included, and rises in proportion to the tokens past the "
-                   "ridge. A decode pass also reads each request's {context}-token cache: {decode_shape}")
+                   "ridge. A decode pass also reads each request's {context}-token cache: {decode_shape} A shaded band "
+                   "above each curve reaches to a realistic estimate of the same pass: {decode_estimate} for a decode "
+                   "pass at batch one.")
 
     def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
         floor = float(r.forward(1, context=0).memory_s) * 1e3
@@ -113,7 +132,8 @@ class StepTime(FigureKind):
                         + (", the most requests that fit in memory." if cap <= TOKENS_RANGE[1] else "."))
         return {"target": r.target.name, "cards": f"{r.cards}", "acc": r.acc.name, "floor": f"{floor:.1f} ms",
                 "ridge": f"{r.ridge_tokens():.0f}", "prefill_one": f"{one:.1f} ms",
-                "context": f"{r.context:,}", "decode_shape": decode_shape}
+                "context": f"{r.context:,}", "decode_shape": decode_shape,
+                "decode_estimate": f"{float(realistic.fit().estimate(phase_pass(r, 'decode', 1))) * 1e3:,.1f} ms"}
 
 def _legend_expr() -> str:
     """Readable legend labels for the short `what` codes."""

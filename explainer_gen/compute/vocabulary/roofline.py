@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from models.catalogue import Catalogue
+from models.precision import WEIGHT_FORMATS, Precision
 from models.roofline import ALLREDUCES_PER_LAYER
 
 from ...sources.controls import Resolved
@@ -23,10 +24,10 @@ def _pass(scenario: Resolved, tokens, which: str = "target", context=None, weigh
 
 
 @topic.term(depends=("scenario",))
-def step(scenario: Resolved, tokens=1, which: str = "target", context=None, weights=None):
-    """Seconds for a decode pass over `tokens` requests: step(1), step(1, 'draft'), step(8, 'target', 0),
-    step(1, weights='int4')."""
-    return _pass(scenario, tokens, which, context, weights).seconds
+def step(scenario: Resolved, tokens=1, which: str = "target", context=None, weights=None, on=None):
+    """Seconds for a decode pass over `tokens` requests, its roofline floor: step(1), step(1, 'draft'),
+    step(8, 'target', 0), step(1, weights='int4'), step(1, 'draft', on=1) (the draft whole on one card)."""
+    return scenario.in_formats(weights).forward(tokens, context, which=which, on=on).seconds
 
 
 @topic.term(depends=("scenario",))
@@ -102,12 +103,21 @@ def ridge(scenario: Resolved) -> float:
 
 
 @topic.term(depends=("catalogue",))
-def ridge_of(catalogue: Catalogue, accelerator: str) -> float:
-    """Any catalogue accelerator's ridge, by key, not just the scenario's: ridge_of("h200")."""
+def ridge_of(catalogue: Catalogue, accelerator: str, weights: str = "bf16") -> float:
+    """Any catalogue accelerator's ridge, by key, not just the scenario's, for products with weights
+    in `weights`: ridge_of("h200"), ridge_of("h100-sxm", "fp8")."""
     try:
-        return catalogue.accelerator(accelerator).ridge
-    except KeyError as exc:  # UnknownKey: fail at the page's line, with the valid keys
-        raise ValueError(str(exc)) from None
+        acc = catalogue.accelerator(accelerator)
+        return acc.peak(Precision.of(weights).weights) / acc.bandwidth
+    except KeyError as exc:  # UnknownKey, or an unknown format: fail at the page's line
+        raise ValueError(str(exc) if accelerator not in catalogue.accelerators else
+                         f"unknown weight format {weights!r}; one of {', '.join(WEIGHT_FORMATS)}") from None
+
+
+@topic.term(depends=("scenario",))
+def weight_value_bytes(scenario: Resolved, weights=None) -> float:
+    """Bytes a block weight takes in the scenario's format, or in `weights` (INT4 counts its group scales)."""
+    return scenario.in_formats(weights).precision.weights.bytes
 
 
 @topic.term(depends=("scenario",))

@@ -42,10 +42,11 @@ def _first_slower(scenario: Resolved, a, k, context, weights=None):
 
 
 @topic.term(depends=("scenario",))
-def speedup(scenario: Resolved, a, k, batch=1, context=None, weights=None):
+def speedup(scenario: Resolved, a, k, batch=1, context=None, weights=None, on=None):
+    """The speedup with every pass at its roofline floor, the draft split over the cards (or on `on`)."""
     scenario = scenario.in_formats(weights)
     return speculative.speedup(scenario.acc, scenario.target, scenario.draft, scenario.cards, batch, a, k,
-                               scenario.context_or(context), scenario.precision)
+                               scenario.context_or(context), scenario.precision, draft_cards=on)
 
 
 @topic.term(depends=("scenario",))
