@@ -21,10 +21,16 @@ def _draft(scenario: Resolved, draft):
 
 
 @topic.term(depends=("scenario",))
-def kv_bytes(scenario: Resolved, which: str = "target") -> float:
+def kv_bytes(scenario: Resolved, which: str = "target", kv=None) -> float:
     """Cache bytes one token of context holds in the target (or the draft), in the scenario's
-    cache format."""
-    return kvcache.bytes_per_token(model(scenario, which), scenario.precision.kv.bytes)
+    cache format (or `kv`)."""
+    return kvcache.bytes_per_token(model(scenario, which), scenario.in_formats(kv=kv).precision.kv.bytes)
+
+
+@topic.term(depends=("scenario",))
+def kv_value_bytes(scenario: Resolved) -> float:
+    """Bytes one cached key or value element takes in the scenario's cache format."""
+    return scenario.precision.kv.bytes
 
 
 @topic.term(depends=("catalogue",))
@@ -44,10 +50,11 @@ def kv_budget(scenario: Resolved, n=None, draft=0):
 
 
 @topic.term(depends=("scenario",))
-def kv_slots(scenario: Resolved, context, n=None, draft=0):
-    """Requests of `context` tokens that fit at once on `n` cards."""
+def kv_slots(scenario: Resolved, context, n=None, draft=0, kv=None):
+    """Requests of `context` tokens that fit at once on `n` cards, the cache in the scenario's
+    format (or `kv`)."""
     return kvcache.slots(scenario.acc, scenario.target, scenario.cards if n is None else n, context,
-                         _draft(scenario, draft), precision=scenario.precision)
+                         _draft(scenario, draft), precision=scenario.in_formats(kv=kv).precision)
 
 
 @topic.term(depends=("scenario",))
