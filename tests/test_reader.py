@@ -225,8 +225,8 @@ def test_state_is_shareable_through_the_url(browser, base_url, site):
     slider.focus()
     for _ in range(4):
         page.keyboard.press("ArrowLeft")
-    page.select_option("select[data-eg-switch=accelerator]", "h200")
-    page.wait_for_function("() => location.search.includes('accelerator=h200') && location.search.includes('a=0.6')")
+    page.select_option("select[data-eg-switch=accelerator]", "mi300x")
+    page.wait_for_function("() => location.search.includes('accelerator=mi300x') && location.search.includes('a=0.6')")
     shared = page.url
     numbers = page.locator(".eg-num").all_inner_texts()
     fresh = context.new_page()
@@ -234,7 +234,7 @@ def test_state_is_shareable_through_the_url(browser, base_url, site):
     wait_for_figures(fresh)
     fresh.wait_for_function("n => [...document.querySelectorAll('.eg-num')].map(e => e.textContent).join('|') === n",
                             arg="|".join(numbers))
-    assert fresh.input_value("select[data-eg-switch=accelerator]") == "h200"
+    assert fresh.input_value("select[data-eg-switch=accelerator]") == "mi300x"
     assert fresh.get_by_role("slider", name="Acceptance rate").first.input_value() == "0.6"
     context.close()
 
