@@ -112,7 +112,8 @@ def test_references_list_ends_each_citing_page_and_links_to_the_feed(site):
     assert [k for k, _ in refs] == cited and cited[:2] == ["leviathan2023", "chen2023"]
     for key, li in refs:
         assert f'href="../../feed/#{key}"' in li
-        assert "https://arxiv.org/abs/" in li
+        # Every reference links out: to arXiv, a DOI or, for software, its repository.
+        assert re.search(r'href="https://(arxiv\.org/abs/|doi\.org/|github\.com/)', li), key
 
 
 def test_cited_in_backlinks_match_the_citations(site):

@@ -263,7 +263,7 @@ def test_kv_numbers(site, cat, scenario):
         show(np.floor(roofline.ridge_tokens(acc, target)) + 1, "d"),
         ": at this context past every batch, since a request brings more bytes to read than arithmetic to do.",
         "So memory, not arithmetic, caps the batch.",
-        target.name, show(target.layers, ".0f"), show(target.kv_heads, ".0f"), show(target.head_dim, ".0f"), show(2, "d"),
+        target.name, show(target.layers, ".0f"), show(target.kv_heads, ".0f"), show(target.head_dim, ".0f"), "2\u00a0bytes",
         show(per_token, ",.0f", "B"), show(ctx, ",d"), show(per_token * ctx, ".2f", "GB"),
         count(n, "card", "d"), show(n * acc.memory_bytes, ",.0f", "GB"), show(kvcache.RESERVE, ".0%"),
         show(target.weight_bytes(), ",.0f", "GB"), show(budget, ",.0f", "GB"),

@@ -66,7 +66,7 @@ class Paper:
         if self.doi:
             out.append((f"doi:{self.doi}", f"https://doi.org/{self.doi}"))
         if self.url:
-            out.append(("Publisher", self.url))
+            out.append(("Repository" if self.url.startswith("https://github.com/") else "Publisher", self.url))
         return out
 
 
