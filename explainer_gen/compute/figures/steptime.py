@@ -78,8 +78,10 @@ class StepTime(FigureKind):
             color=alt.Color("what:N", title="Line", scale=alt.Scale(domain=list(LINES)),
                             legend=alt.Legend(labelExpr=_legend_expr())))
         curves = base.transform_filter("datum.what == 'prefill-line' || datum.what == 'decode-line'")
+        # The band takes its curve's colour but no legend entry: the legend shows the lines.
         band = curves.mark_area(opacity=0.16).encode(
-            x=x, y=y, y2="ms_estimate:Q", detail="what:N", color=alt.Color("what:N", scale=alt.Scale(domain=list(LINES))),
+            x=x, y=y, y2="ms_estimate:Q", detail="what:N",
+            color=alt.Color("what:N", scale=alt.Scale(domain=list(LINES)), legend=None),
             tooltip=[alt.Tooltip("what:N", title="pass"), alt.Tooltip("tokens:Q", title="tokens per pass"),
                      alt.Tooltip("ms:Q", title="floor (ms)", format=",.2f"),
                      alt.Tooltip("ms_estimate:Q", title="estimate (ms)", format=",.2f")])
