@@ -264,6 +264,28 @@ def test_pages_workflow_uses_the_readme_build_command():
     assert any(u.startswith("actions/deploy-pages") for u in uses)
 
 
+def test_pages_workflow_keeps_the_figure_cache_and_pips_between_deploys():
+    """A deploy is a cold build unless the workflow carries `.cache/explainer` (the plugin's
+    default cache_dir) and pip's downloads from one run to the next (issue 15)."""
+    workflow = yaml.safe_load((REPO / ".github/workflows/pages.yml").read_text())
+    steps = workflow["jobs"]["build"]["steps"]
+    order = {i: step for i, step in enumerate(steps)}
+    build_at = next(i for i, step in order.items() if step.get("run") == "make build")
+    python = next(step for step in steps if step.get("uses", "").startswith("actions/setup-python"))
+    assert python["with"].get("cache") == "pip"  # setup-python restores pip's cache and saves it after the job
+    caches = [(i, step) for i, step in order.items() if step.get("uses", "").startswith("actions/cache@")]
+    assert len(caches) == 1
+    at, cache = caches[0]
+    assert at < build_at  # restored before the build that reads it; actions/cache saves after the job
+    from explainer_gen.config import ExplainerConfig
+    assert cache["with"]["path"] == dict(ExplainerConfig._schema)["cache_dir"].default
+    # A key that changes every run is saved every run; an exact hit would skip the save and freeze
+    # the cache at its first version. The prefix restores the newest earlier save.
+    key, prefix = cache["with"]["key"], cache["with"]["restore-keys"]
+    assert "github.run_id" in key or "github.sha" in key
+    assert key.startswith(prefix.strip())
+
+
 def test_site_works_under_a_subpath(browser, tmp_path):
     project = copy_project(tmp_path / "project")
     with serve(tmp_path / "out", prefix="inference") as url:
