@@ -5,11 +5,12 @@ Every other time on the site is a floor. These terms are the estimates, and say 
 """
 from __future__ import annotations
 
-from models import realistic, speculative
+from models import realistic
 from models.catalogue import Catalogue
 
 from ...sources.controls import Resolved
 from .registry import Topic
+from .speculative import priced_speedup
 
 topic = Topic("realistic")
 
@@ -43,8 +44,7 @@ def estimate(scenario: Resolved, tokens=1, which: str = "target", context=None, 
 @topic.term(depends=("scenario",))
 def speedup_estimate(scenario: Resolved, a, k, batch=1, on=None):
     """The speedup with every pass at its estimate, the draft split over the cards (or on `on`)."""
-    return speculative.speedup(scenario.acc, scenario.target, scenario.draft, scenario.cards, batch, a, k,
-                               scenario.context, scenario.precision, realistic.fit(), on)
+    return priced_speedup(scenario, a, k, batch, None, None, on, realistic.fit())
 
 
 def _run(catalogue: Catalogue, row) -> realistic.HeldOut:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from models.catalogue import Catalogue
-from models.precision import WEIGHT_FORMATS, Precision
+from models.precision import WEIGHT_FORMATS
 from models.roofline import ALLREDUCES_PER_LAYER
 
 from ...sources.controls import Resolved
@@ -17,17 +17,17 @@ from .registry import Topic
 topic = Topic("roofline")
 
 
-def _pass(scenario: Resolved, tokens, which: str = "target", context=None, weights=None):
+def _pass(scenario: Resolved, tokens, which: str = "target", context=None, weights=None, on=None):
     """A decode pass of `tokens` requests at the scenario's context (or `context`), with the
-    weights in the scenario's format (or `weights`)."""
-    return scenario.in_formats(weights).forward(tokens, context, which=which)
+    weights in the scenario's format (or `weights`), on the scenario's cards (or `on` of them)."""
+    return scenario.in_formats(weights).forward(tokens, context, which=which, on=on)
 
 
 @topic.term(depends=("scenario",))
 def step(scenario: Resolved, tokens=1, which: str = "target", context=None, weights=None, on=None):
     """Seconds for a decode pass over `tokens` requests, its roofline floor: step(1), step(1, 'draft'),
     step(8, 'target', 0), step(1, weights='int4'), step(1, 'draft', on=1) (the draft whole on one card)."""
-    return scenario.in_formats(weights).forward(tokens, context, which=which, on=on).seconds
+    return _pass(scenario, tokens, which, context, weights, on).seconds
 
 
 @topic.term(depends=("scenario",))
@@ -106,12 +106,13 @@ def ridge(scenario: Resolved) -> float:
 def ridge_of(catalogue: Catalogue, accelerator: str, weights: str = "bf16") -> float:
     """Any catalogue accelerator's ridge, by key, not just the scenario's, for products with weights
     in `weights`: ridge_of("h200"), ridge_of("h100-sxm", "fp8")."""
+    if weights not in WEIGHT_FORMATS:
+        raise ValueError(f"unknown weight format {weights!r}; one of {', '.join(WEIGHT_FORMATS)}")
     try:
         acc = catalogue.accelerator(accelerator)
-        return acc.peak(Precision.of(weights).weights) / acc.bandwidth
-    except KeyError as exc:  # UnknownKey, or an unknown format: fail at the page's line
-        raise ValueError(str(exc) if accelerator not in catalogue.accelerators else
-                         f"unknown weight format {weights!r}; one of {', '.join(WEIGHT_FORMATS)}") from None
+    except KeyError as exc:  # UnknownKey: fail at the page's line, with the valid keys
+        raise ValueError(str(exc)) from None
+    return acc.peak(WEIGHT_FORMATS[weights]) / acc.bandwidth
 
 
 @topic.term(depends=("scenario",))

@@ -44,9 +44,14 @@ def _first_slower(scenario: Resolved, a, k, context, weights=None):
 @topic.term(depends=("scenario",))
 def speedup(scenario: Resolved, a, k, batch=1, context=None, weights=None, on=None):
     """The speedup with every pass at its roofline floor, the draft split over the cards (or on `on`)."""
+    return priced_speedup(scenario, a, k, batch, context, weights, on, eff=None)
+
+
+def priced_speedup(scenario: Resolved, a, k, batch, context, weights, on, eff):
+    """The one call behind `speedup` (floors) and `speedup_estimate` (eff, models.realistic)."""
     scenario = scenario.in_formats(weights)
     return speculative.speedup(scenario.acc, scenario.target, scenario.draft, scenario.cards, batch, a, k,
-                               scenario.context_or(context), scenario.precision, draft_cards=on)
+                               scenario.context_or(context), scenario.precision, eff, on)
 
 
 @topic.term(depends=("scenario",))
