@@ -78,7 +78,8 @@ class StepTime(FigureKind):
             color=alt.Color("what:N", title="Line", scale=alt.Scale(domain=list(LINES)),
                             legend=alt.Legend(labelExpr=_legend_expr())))
         curves = base.transform_filter("datum.what == 'prefill-line' || datum.what == 'decode-line'")
-        # The band takes its curve's colour but no legend entry: the legend shows the lines.
+        # The band takes its curve's colour but adds no legend of its own; the guides, layered
+        # first, own the shared colour legend (a first layer without one would hide it).
         band = curves.mark_area(opacity=0.16).encode(
             x=x, y=y, y2="ms_estimate:Q", detail="what:N",
             color=alt.Color("what:N", scale=alt.Scale(domain=list(LINES)), legend=None),
@@ -98,7 +99,7 @@ class StepTime(FigureKind):
             x=x, y=y, shape=alt.Shape("what:N", title="Phase", scale=alt.Scale(domain=["prefill", "decode"])),
             tooltip=tooltip)
         labels = moving.mark_text(dx=8, dy=-12, align="left").encode(x=x, y=y, text="what:N")
-        return (alt.layer(band, guides, step, ridge_dot, ridge_text, dots, labels)
+        return (alt.layer(guides, band, step, ridge_dot, ridge_text, dots, labels)
                 .resolve_scale(color="shared").add_params(*slider_params(sliders)).properties(height=320))
 
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
