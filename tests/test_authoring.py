@@ -79,11 +79,37 @@ def test_bundle_is_generated_once_and_reused(tmp_path):
     from explainer_gen.client.bundle import javascript_bundle
     from explainer_gen.compute.cache import DiskCache
 
-    cache = DiskCache(tmp_path)
-    first = javascript_bundle(cache)
-    assert cache.misses == 1 and cache.hits == 0
-    assert javascript_bundle(cache) == first
-    assert cache.hits == 1
+    cache, machine = DiskCache(tmp_path / "project"), DiskCache(tmp_path / "machine")
+    first = javascript_bundle(cache, machine)
+    assert cache.misses == 1 and cache.hits == 0 and machine.misses == 1
+    assert javascript_bundle(cache, machine) == first
+    assert cache.hits == 1 and machine.hits == 0
+
+
+def test_a_new_project_takes_the_bundle_from_the_machine_cache(tmp_path, monkeypatch):
+    """A cold build of a second checkout (or a CI run with an empty project cache) reads the
+    bundle another project made on this machine, and vl-convert does not make it again."""
+    import vl_convert
+
+    from explainer_gen.client import bundle
+    from explainer_gen.compute.cache import DiskCache
+
+    machine = DiskCache(tmp_path / "machine")
+    first = bundle.javascript_bundle(DiskCache(tmp_path / "one"), machine)
+
+    def refuse(**_):
+        raise AssertionError("vl-convert was asked for a bundle the machine cache holds")
+    monkeypatch.setattr(vl_convert, "javascript_bundle", refuse)
+    second = DiskCache(tmp_path / "two")
+    assert bundle.javascript_bundle(second, machine) == first
+    assert machine.hits == 1 and second.path("bundle", bundle.bundle_key())  # the project keeps its copy
+    # The default location follows the variable; an empty one turns the machine cache off.
+    monkeypatch.setenv(bundle.MACHINE_CACHE_ENV, str(tmp_path / "machine"))
+    assert bundle.machine_cache().root == tmp_path / "machine"
+    monkeypatch.setenv(bundle.MACHINE_CACHE_ENV, "")
+    assert bundle.machine_cache().root is None
+    with pytest.raises(AssertionError, match="machine cache holds"):
+        bundle.javascript_bundle(DiskCache(tmp_path / "three"))
 
 
 def _tree(root: Path) -> dict[str, bytes]:
