@@ -13,3 +13,6 @@ class ExplainerConfig(Config):
     cache_dir = opt.Type(str, default=".cache/explainer")
     # Most figure data (gzip, loaded by default) one page may carry.
     data_budget_kb = opt.Type(int, default=100)
+    # Processes that compute pages side by side on a cold build; 0 picks one per core (at most 8),
+    # 1 computes in the build's own process. Workers need the cache, which carries their results.
+    workers = opt.Type(int, default=0)

@@ -24,6 +24,7 @@ from .compute.artifacts import FigureArtifacts, FigureRequest, build_figure  # n
 from .compute.cache import MODELS_ROOT, PACKAGE_ROOT  # noqa: E402,F401
 from .markdown_ext import ExplainerExtension  # noqa: E402,F401
 from .site import CSS_PATH, Memory, PageSource, SiteBuild  # noqa: E402,F401
+from .compute.workers import default_workers  # noqa: E402,F401
 from .staging import Staging, WarningCount  # noqa: E402,F401
 
 # The hashes of the code loaded above; None if a file changed while it was being loaded.

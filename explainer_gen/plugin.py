@@ -67,13 +67,16 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
             root=self.root, docs_dir=Path(config.docs_dir), catalogue_path=self.catalogue_path,
             cache_dir=self.root / self.config.cache_dir if self.config.cache_dir else None,
             data_budget_kb=self.config.data_budget_kb, code_fingerprint=self.core.code_fingerprint(),
-            memory=self.memory)
+            memory=self.memory, workers=self.config.workers or self.core.default_workers())
         pages = [self.core.PageSource(f.src_uri, self._display_path(f), f.url, f.content_string)
                  for f in files.documentation_pages()]
         try:
             generated = self.site.collect(pages, _nav_paths(config.nav or []), config.site_name, config.site_url)
         except self.core.SourceError as exc:
             raise PluginError(f"explainer: {exc}") from None
+        if self.site.timing.workers:
+            log.info(f"explainer: {self.site.timing.worker_pages} pages computed by {self.site.timing.workers} "
+                     "worker processes")
         for path, content in generated.items():
             files.append(File.generated(config, path, abs_src_path=str(content)) if isinstance(content, Path)
                          else File.generated(config, path, content=content))

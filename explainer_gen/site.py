@@ -34,8 +34,9 @@ from .sources.crossref import CrossRefs, Source
 from .render.feed import ATOM_PATH
 from .render.blocks import figure_html, page_root_html, place_pictures, static_picture
 from .compute.numbers import NumberResult
-from .compute.pages import PageBuild, build_page, split_front_matter, substitute_numbers
+from .compute.pages import FENCE_NAME, PageBuild, build_page, split_front_matter, substitute_numbers
 from .compute.timing import Timing
+from .compute import workers
 
 ASSETS = "assets/explainer"
 CSS_PATH = f"{ASSETS}/explainer.css"
@@ -97,10 +98,11 @@ class SiteBuild:
     """The store of one build. `code_fingerprint` hashes the code that computes (core.py)."""
 
     def __init__(self, *, root: Path, docs_dir: Path, catalogue_path: Path, cache_dir: Path | None,
-                 data_budget_kb: int, code_fingerprint: str, memory: Memory | None = None):
+                 data_budget_kb: int, code_fingerprint: str, memory: Memory | None = None, workers: int = 1):
         self.root, self.docs_dir, self.catalogue_path = root, docs_dir, Path(catalogue_path)
         self.cache = DiskCache(cache_dir)
         self.budget = data_budget_kb * 1000
+        self.workers = workers  # processes that compute pages side by side (needs the disk cache)
         self.code_fingerprint = code_fingerprint
         self.memory = memory or Memory()
         self.timing = Timing()
@@ -133,17 +135,12 @@ class SiteBuild:
         for path, (font, _) in theme.FONT_FILES.items():
             self._add(f"{ASSETS}/{path}", Path(font))
 
-        fingerprint = digest(self.code_fingerprint, self.catalogue_path.read_text(encoding="utf-8"))
+        self._in_parallel(pages)
         for p in pages:
             # A page whose source, catalogue and code are unchanged since the last build in
             # this process (`mkdocs serve`) is not read again.
-            page_key = digest(fingerprint, self.budget, p.path, p.text)
-            page = self.memory.get("page", page_key)
-            if page is None:
-                page = build_page(p.text, p.path, self.catalogue,
-                                  lambda req: self._figure(req, fingerprint), self.budget,
-                                  lambda identity, make: self._number(identity, make, fingerprint), self.timing)
-                self.memory.put("page", page_key, page)
+            page_key = self._page_key(p)
+            page = self.memory.get("page", page_key) or self.compute_page(p)
             if not page.live and not page.numbers:
                 continue
             self.pages[p.src_uri] = page
@@ -153,6 +150,46 @@ class SiteBuild:
             self.memory.put("page-json", page_key, state)
             self.page_json[p.src_uri] = self._add(f"{ASSETS}/page/{short_hash(p.src_uri)}.json", state)
         return self.files
+
+    def _fingerprint(self) -> str:
+        """What decides every result besides its request: the code and the catalogue (read once a build)."""
+        if not hasattr(self, "_fp"):
+            self._fp = digest(self.code_fingerprint, self.catalogue_path.read_text(encoding="utf-8"))
+        return self._fp
+
+    def _page_key(self, p: PageSource) -> str:
+        return digest(self._fingerprint(), self.budget, p.path, p.text)
+
+    def compute_page(self, p: PageSource) -> PageBuild:
+        """Check and compute one page, its figures and numbers through the caches; the disk cache
+        then records that the page is complete, so no later build hands it to a worker again."""
+        if not hasattr(self, "catalogue"):
+            self.catalogue = load_catalogue(self.catalogue_path)
+        fingerprint = self._fingerprint()
+        page = build_page(p.text, p.path, self.catalogue, lambda req: self._figure(req, fingerprint), self.budget,
+                          lambda identity, make: self._number(identity, make, fingerprint), self.timing)
+        self.memory.put("page", self._page_key(p), page)
+        self.cache.put("pages", self._page_key(p), "complete")
+        return page
+
+    def _in_parallel(self, pages: list[PageSource]) -> None:
+        """Hand the pages that have work to do (figures or numbers, and nothing cached) to worker
+        processes, which fill the disk cache; the caller then reads them back (compute/workers.py)."""
+        if self.workers < 2 or self.cache.root is None:
+            return
+        todo = [p for p in pages if (FENCE_NAME in p.text or "{{" in p.text)
+                and self.memory.get("page", self._page_key(p)) is None
+                and self.cache.path("pages", self._page_key(p)) is None]
+        if len(todo) < 2:
+            return
+        jobs = [workers.PageJob(str(self.root), str(self.docs_dir), str(self.catalogue_path), str(self.cache.root),
+                                self.budget // 1000, self.code_fingerprint, p.src_uri, p.path, p.url, p.text)
+                for p in todo]
+        self.timing.workers = min(self.workers, len(jobs))
+        for result in workers.run(jobs, self.timing.workers):
+            self.timing.figures_computed += result.get("figures_computed", 0)
+            self.timing.model_seconds += result.get("model_seconds", 0.0)
+            self.timing.worker_pages += "skipped" not in result
 
     def _add(self, path: str, content: Generated) -> str:
         self.files.setdefault(path, content)

@@ -301,7 +301,9 @@ def site_files(a: FigureArtifacts, scenario_map: dict[str, str], stem: str) -> d
     when the reader switches to them.
     """
     files, variants = {}, {}
-    for i, key in enumerate(k for k in a.data if k != a.default):
+    # Numbered in key order, not in the order the data came in: a figure computed now and the same
+    # figure read back from the cache (whose JSON sorts keys) must name the same files.
+    for i, key in enumerate(sorted(k for k in a.data if k != a.default)):
         path = f"{stem}-{i + 1}.json"
         files[path] = dumps(a.data[key])
         variants[key] = path.rsplit("/", 1)[1]

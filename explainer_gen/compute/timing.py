@@ -12,6 +12,7 @@ class Timing:
     def __init__(self) -> None:
         self.model_seconds = 0.0
         self.figures_computed = 0
+        self.worker_pages = self.workers = 0  # pages computed by worker processes, and how many ran
 
     @contextmanager
     def in_models(self):
