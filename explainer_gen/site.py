@@ -17,6 +17,7 @@ the pages computed, and `timing`.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from dataclasses import dataclass
@@ -160,16 +161,31 @@ class SiteBuild:
     def _page_key(self, p: PageSource) -> str:
         return digest(self._fingerprint(), self.budget, p.path, p.text)
 
-    def compute_page(self, p: PageSource) -> PageBuild:
+    def compute_page(self, p: PageSource, share: int | None = None) -> PageBuild:
         """Check and compute one page, its figures and numbers through the caches; the disk cache
-        then records that the page is complete, so no later build hands it to a worker again."""
+        then records that the page is complete, so no later build hands it to a worker again.
+
+        A worker passes `share`: its figure of that place on the page (0, 1, ...), or with
+        `workers.NUMBERS` its inline numbers, is computed into the cache and the rest stands in
+        empty; what it returns is then no page to show."""
         if not hasattr(self, "catalogue"):
             self.catalogue = load_catalogue(self.catalogue_path)
         fingerprint = self._fingerprint()
-        page = build_page(p.text, p.path, self.catalogue, lambda req: self._figure(req, fingerprint), self.budget,
-                          lambda identity, make: self._number(identity, make, fingerprint), self.timing)
-        self.memory.put("page", self._page_key(p), page)
-        self.cache.put("pages", self._page_key(p), "complete")
+        place = itertools.count()
+
+        def figure(req):
+            mine = share is None or next(place) == share
+            return self._figure(req, fingerprint) if mine else workers.ELSEWHERE_FIGURE
+
+        def number(identity, make):
+            mine = share is None or share == workers.NUMBERS
+            return self._number(identity, make, fingerprint) if mine else workers.ELSEWHERE_NUMBER
+        page = build_page(p.text, p.path, self.catalogue, figure, self.budget, number, self.timing)
+        if share is not None and 0 <= share < len(page.figures):
+            self._figure_files(page.figures[share])  # its site files too, into the cache
+        if share is None:
+            self.memory.put("page", self._page_key(p), page)
+            self.cache.put("pages", self._page_key(p), "complete")
         return page
 
     def _in_parallel(self, pages: list[PageSource]) -> None:
@@ -183,13 +199,13 @@ class SiteBuild:
         if len(todo) < 2:
             return
         jobs = [workers.PageJob(str(self.root), str(self.docs_dir), str(self.catalogue_path), str(self.cache.root),
-                                self.budget // 1000, self.code_fingerprint, p.src_uri, p.path, p.url, p.text)
-                for p in todo]
+                                self.budget // 1000, self.code_fingerprint, p.src_uri, p.path, p.url, p.text, share)
+                for p in todo for share in workers.shares(p.text)]
         self.timing.workers = min(self.workers, len(jobs))
         for result in workers.run(jobs, self.timing.workers):
             self.timing.figures_computed += result.get("figures_computed", 0)
             self.timing.model_seconds += result.get("model_seconds", 0.0)
-            self.timing.worker_pages += "skipped" not in result
+        self.timing.worker_pages = len(todo)
 
     def _add(self, path: str, content: Generated) -> str:
         self.files.setdefault(path, content)

@@ -58,7 +58,7 @@ class FigureArtifacts:
     default: str                      # the default scenario's key
     table: TableView
     alt: str
-    sizes: dict[str, int]             # scenario key -> gzip bytes of its data
+    sizes: dict[str, int]             # the default scenario's key -> gzip bytes of its data (the page loads it)
     image_size: tuple[int, int]       # the static picture's width and height
     svg: str                          # the static picture, coloured by the page's CSS variables
     # The description's template, its fields, and per scenario key each field's texts over
@@ -101,15 +101,24 @@ def gzip_size(text: str) -> int:
     return len(gzip.compress(text.encode("utf-8"), mtime=0))
 
 
+def _round_sequence(v: np.ndarray) -> list:
+    if v.dtype.kind in "iub":
+        return [int(x) for x in v.tolist()]
+    return [int(x) if float(x).is_integer() else float(f"{x:.{SIGNIFICANT}g}") for x in v.tolist()]
+
+
 def _round(values: np.ndarray) -> list:
     if values.dtype.kind == "O" and len(values) and isinstance(values[0], (list, tuple, np.ndarray)):
         # Per-position sequences (e.g. outcomes per step); Vega-Lite flattens them in the browser.
-        return [[int(x) if float(x).is_integer() else float(f"{x:.{SIGNIFICANT}g}") for x in v] for v in values]
+        return [_round_sequence(np.asarray(v)) for v in values]
     if values.dtype.kind in "USO":  # labels, e.g. a lane or a scheduler name
         return [str(v) for v in values.tolist()]
     if values.dtype.kind in "iub" or np.array_equal(values, np.round(values)):
         return [int(v) for v in values.tolist()]
-    return [float(f"{v:.{SIGNIFICANT}g}") for v in values.tolist()]
+    # Each distinct value is formatted once: columns repeat their slider values and scenarios' plateaus.
+    distinct, where = np.unique(values, return_inverse=True)
+    rounded = [float(f"{v:.{SIGNIFICANT}g}") for v in distinct.tolist()]
+    return [rounded[i] for i in where.ravel().tolist()]
 
 
 def _check_finite(cols: dict[str, np.ndarray], req: FigureRequest, scenario: Scenario) -> None:
@@ -159,7 +168,8 @@ def build_figure(req: FigureRequest, catalogue: Catalogue, timing: Timing | None
             cols = kind.compute(resolved, grid)
         _check_finite(cols, req, scenario)
         data[scenario.key] = {name: _round(values) for name, values in cols.items()}
-        sizes[scenario.key] = gzip_size(dumps(data[scenario.key]))
+        if not sizes:  # the default scenario's data is what the page's budget counts
+            sizes[scenario.key] = gzip_size(dumps(data[scenario.key]))
         described[scenario.key] = describe_positions(kind, cols, resolved, req.sliders, fields)
         if default_cols is None:
             default_cols, default_resolved = cols, resolved

@@ -1,11 +1,12 @@
-"""Pages computed side by side in spawned worker processes, handing their results over through the
-disk cache.
+"""Pages' figures and numbers computed side by side in worker processes, handing their
+results over through the disk cache.
 
 The build's one path (`SiteBuild.collect`) stays as it was: this step only fills the cache first,
 so that path then reads every figure and number back the way a warm rebuild does, and the site is
 byte-for-byte the one a single process builds (tests/test_authoring.py checks it).
 
-- Workers are spawned, never forked: a process that has called vl-convert hangs in a forked child.
+- Workers are new interpreters, never forks: a process that has called vl-convert hangs in a forked
+  child.
 - A worker computes only if the code it loaded is the code the build loaded (same fingerprint), so
   nothing lands in the cache under a key that names other code.
 - A worker that fails leaves nothing behind: the build then computes that page itself and raises
@@ -13,10 +14,19 @@ byte-for-byte the one a single process builds (tests/test_authoring.py checks it
 """
 from __future__ import annotations
 
-import multiprocessing
+import json
 import os
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+import queue
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import SimpleNamespace
+
+from ..sources.markdown import FENCE_NAME, scan_fences
+from .numbers import NumberResult
 
 
 @dataclass(frozen=True)
@@ -33,6 +43,19 @@ class PageJob:
     path: str
     url: str
     text: str
+    share: int  # which part of the page: NUMBERS, or a figure by its place on the page (0, 1, ...)
+
+
+NUMBERS = -1
+# What a worker's page holds in place of the figures and numbers another worker computes.
+ELSEWHERE_FIGURE = SimpleNamespace(sizes={"": 0}, default="")
+ELSEWHERE_NUMBER = NumberResult("", [], [], "")
+
+
+def shares(text: str) -> list[int]:
+    """A page's parts that workers compute side by side: its numbers, then each figure."""
+    fences, _ = scan_fences(text.split("\n"))
+    return [NUMBERS] + list(range(sum(f.lang == FENCE_NAME for f in fences)))
 
 
 def default_workers() -> int:
@@ -48,23 +71,74 @@ def compute_page(job: PageJob) -> dict:
     """In a worker: compute one page into the cache. Returns what it counted, or why it did nothing."""
     from explainer_gen import core
 
+    start = time.perf_counter()
     if core.SOURCES is None or core.code_fingerprint() != job.code_fingerprint:
         return {"skipped": "the code on disk is not the code the build loaded"}
-    from pathlib import Path
-
     site = core.SiteBuild(root=Path(job.root), docs_dir=Path(job.docs_dir), catalogue_path=Path(job.catalogue_path),
                           cache_dir=Path(job.cache_dir), data_budget_kb=job.data_budget_kb,
                           code_fingerprint=job.code_fingerprint)
     try:
-        site.compute_page(core.PageSource(job.src_uri, job.path, job.url, job.text))
+        site.compute_page(core.PageSource(job.src_uri, job.path, job.url, job.text), job.share)
     except Exception as exc:  # noqa: BLE001  (the build recomputes the page and reports it properly)
         return {"skipped": f"{type(exc).__name__}: {exc}"}
-    return {"figures_computed": site.timing.figures_computed, "model_seconds": site.timing.model_seconds}
+    return {"figures_computed": site.timing.figures_computed, "model_seconds": site.timing.model_seconds,
+            "seconds": time.perf_counter() - start, "pid": os.getpid()}
 
 
 def run(jobs: list[PageJob], workers: int) -> list[dict]:
-    """Compute `jobs` on `workers` spawned processes, the largest pages first; results in job order."""
-    order = sorted(range(len(jobs)), key=lambda i: -len(jobs[i].text))
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {i: pool.submit(compute_page, jobs[i]) for i in order}
-        return [futures[i].result() for i in range(len(jobs))]
+    """Compute `jobs` on `workers` new processes (`python -m explainer_gen.compute.workers`), each
+    taking the next job, the largest pages' first, as it finishes one; results in job order.
+
+    New interpreters rather than multiprocessing's spawn, which runs the host's main script again in
+    every child: a build started from an unguarded script would start workers without end. A worker
+    that dies leaves its jobs `skipped`, and the build computes them itself."""
+    order = sorted(range(len(jobs)), key=lambda i: (-len(jobs[i].text), jobs[i].share))
+    pending: queue.Queue[int] = queue.Queue()
+    for i in order:
+        pending.put(i)
+    results: list[dict] = [{"skipped": "no worker took it"} for _ in jobs]
+    package_parent = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([package_parent] + [p for p in sys.path if p])}
+
+    def serve() -> None:
+        proc = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True, env=env)
+        try:
+            while True:
+                try:
+                    i = pending.get_nowait()
+                except queue.Empty:
+                    return
+                proc.stdin.write(json.dumps(asdict(jobs[i])) + "\n")
+                proc.stdin.flush()
+                line = proc.stdout.readline()
+                if not line:
+                    results[i] = {"skipped": "the worker process ended"}
+                    return
+                results[i] = json.loads(line)
+        except (OSError, ValueError):
+            return
+        finally:
+            proc.stdin.close()
+            proc.wait()
+
+    threads = [threading.Thread(target=serve) for _ in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def main() -> None:
+    """A worker: one job as a JSON line on stdin, one result line on stdout, until stdin closes.
+    Anything else the build prints goes to stderr, so it cannot garble a result."""
+    out = sys.stdout
+    sys.stdout = sys.stderr
+    for line in sys.stdin:
+        out.write(json.dumps(compute_page(PageJob(**json.loads(line)))) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,6 +1,7 @@
 """Typed reader controls: sliders and the scenario, validated from author YAML."""
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 from decimal import Decimal
@@ -32,19 +33,32 @@ class Slider:
 
     @property
     def decimals(self) -> int:
-        exponent = Decimal(repr(float(self.step))).normalize().as_tuple().exponent
-        return max(0, -int(exponent))
+        return _decimals(float(self.step))
 
     @property
     def count(self) -> int:
         return int(round((self.max - self.min) / self.step)) + 1
 
     def values(self) -> np.ndarray:
-        """Every position, rounded so that browser and table agree on each value."""
-        return np.round(self.min + self.step * np.arange(self.count), self.decimals)
+        """Every position, rounded so that browser and table agree on each value (read-only: one
+        array per slider, which a build asks for tens of thousands of times)."""
+        return _positions(float(self.min), float(self.step), self.count, self.decimals)
 
     def index_of(self, value: float) -> int:
         return int(round((value - self.min) / self.step))
+
+
+@functools.lru_cache(maxsize=4096)
+def _decimals(step: float) -> int:
+    exponent = Decimal(repr(step)).normalize().as_tuple().exponent
+    return max(0, -int(exponent))
+
+
+@functools.lru_cache(maxsize=4096)
+def _positions(lo: float, step: float, count: int, decimals: int) -> np.ndarray:
+    values = np.round(lo + step * np.arange(count), decimals)
+    values.flags.writeable = False
+    return values
 
 
 SLIDER_FIELDS = ("label", "min", "max", "step", "default")
