@@ -147,8 +147,9 @@ class SiteBuild:
             self.pages[p.src_uri] = page
             for fig in page.figures:
                 self.figure_files[fig.anchor + "@" + p.src_uri] = self._figure_files(fig)
-            state = self.memory.get("page-json", page_key) or dumps(contract.page_state(page.controls, page.numbers, self.catalogue))
-            self.memory.put("page-json", page_key, state)
+            state = self._remember("page-json", page_key,
+                                   lambda: dumps(contract.page_state(page.controls, page.numbers, self.catalogue)),
+                                   lambda text: text, lambda text: text)
             self.page_json[p.src_uri] = self._add(f"{ASSETS}/page/{short_hash(p.src_uri)}.json", state)
         return self.files
 

@@ -280,6 +280,8 @@ def is_text(value: Any) -> bool:
 
 
 def evaluate(expr: Expr, env: dict[str, Any]) -> Any:
+    """The expression's value under `env`. The caller sets numpy's error state (compute_number
+    ignores floating-point warnings: a value that is not finite fails the number instead)."""
     def ev(node: ast.AST) -> Any:
         if isinstance(node, ast.Expression):
             return ev(node.body)
@@ -327,8 +329,7 @@ def evaluate(expr: Expr, env: dict[str, Any]) -> Any:
             fn = env[dotted(node.func)]
             return fn(*[ev(a) for a in node.args], **{k.arg: ev(k.value) for k in node.keywords})
         raise AssertionError(node)
-    with np.errstate(all="ignore"):
-        return ev(expr.tree)
+    return ev(expr.tree)
 
 
 @dataclass
@@ -351,7 +352,15 @@ def compute_number(item: Inline, number_id: str, expr: Expr, fmt: Format, slider
     """Evaluate over the sliders the expression names and every scenario env given.
 
     `envs` are in the browser's scenario order; `default_env` is the page's default among them.
+    Floating-point warnings are off throughout (set once, not per scenario): a value that is not
+    finite fails the number with its position instead.
     """
+    with np.errstate(all="ignore"):
+        return _compute_number(item, number_id, expr, fmt, sliders, envs, path, default_env, timing)
+
+
+def _compute_number(item: Inline, number_id: str, expr: Expr, fmt: Format, sliders: dict[str, Slider],
+                    envs: list[dict[str, Any]], path: str, default_env: int, timing: Timing | None) -> NumberResult:
     timing = timing or Timing()
     axes = [sliders[n] for n in expr.names]
     shape = [s.count for s in axes]

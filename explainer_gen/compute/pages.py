@@ -5,6 +5,7 @@ reported as a SourceError with the file and line.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from dataclasses import dataclass, field, replace
@@ -204,13 +205,17 @@ def build_page(source: str, path: str, catalogue: Catalogue,
                               f"over the budget of {budget_bytes / 1000:.0f} KB; use fewer slider positions "
                               "or scenario choices")
 
-    envs = []
-    for scenario in controls.grid():
-        env = vocabulary(scenario.resolve(catalogue), catalogue)
-        env["__scenario__"] = scenario.key
-        envs.append(env)
-    functions = {k for k in envs[0] if not k.startswith("__")}
+    @functools.cache
+    def envs() -> list[dict]:
+        """Each scenario's bound vocabulary, made on the first number that is not cached."""
+        out = []
+        for scenario in controls.grid():
+            env = vocabulary(scenario.resolve(catalogue), catalogue)
+            env["__scenario__"] = scenario.key
+            out.append(env)
+        return out
     unscoped = vocabulary(None, catalogue)  # bound without a scenario: only scenario-free terms run
+    functions = {k for k in unscoped if not k.startswith("__")}
     default_env = controls.grid().index(controls.scenario)
     named: set[str] = set()  # the sliders inline numbers name
     for item in find_inline(lines, inside):
@@ -224,7 +229,7 @@ def build_page(source: str, path: str, catalogue: Catalogue,
         # A number whose terms all declare no scenario needs one evaluation, and is given none to read.
         free = scenario_free(expr.calls)
         page.numbers[item.key] = remember(identity, lambda: compute_number(
-            item, number_id, expr, fmt, controls.sliders, [unscoped] if free else envs, path,
+            item, number_id, expr, fmt, controls.sliders, [unscoped] if free else envs(), path,
             0 if free else default_env, timing))
     check_sliders_used(page, named)
     return page

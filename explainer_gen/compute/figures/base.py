@@ -28,16 +28,35 @@ two ways a kind picks the rows of one slider position, and they share `AT_TOLERA
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import pkgutil
+import sys
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from types import ModuleType
 from typing import ClassVar, Iterable, Mapping
 
-import altair as alt
 import numpy as np
 
 from ...sources.controls import SCENARIO_FIELDS, Resolved, Slider
+
+
+def _lazy_module(name: str) -> ModuleType:
+    """`name` as a module that loads on its first attribute read. altair takes half a second to
+    import and only drawing a chart needs it, so a rebuild that computes nothing never loads it;
+    the kinds take it from here (`from .base import alt`)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec(name)
+    loader = importlib.util.LazyLoader(spec.loader)
+    spec.loader = loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    loader.exec_module(module)
+    return module
+
+
+alt = _lazy_module("altair")
 from ..numbers import Format, plural as plural_of
 
 Columns = dict[str, np.ndarray]

@@ -5,7 +5,7 @@ gap between the lines at that point is what running the draft costs in slots.
 """
 from __future__ import annotations
 
-import altair as alt
+from .base import alt  # loaded on the first chart drawn (base._lazy_module)
 import numpy as np
 
 from models import kvcache

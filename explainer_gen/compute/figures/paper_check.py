@@ -6,7 +6,7 @@ target's), at the acceptance rate the measured speedup implies at the measured d
 """
 from __future__ import annotations
 
-import altair as alt
+from .base import alt  # loaded on the first chart drawn (base._lazy_module)
 import numpy as np
 
 from models import papers

@@ -12,7 +12,7 @@ whose KV cache fits beside the weights are drawn.
 """
 from __future__ import annotations
 
-import altair as alt
+from .base import alt  # loaded on the first chart drawn (base._lazy_module)
 import numpy as np
 
 from models import prefill, roofline

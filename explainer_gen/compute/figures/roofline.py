@@ -6,7 +6,7 @@ the prompt length (tokens per prefill pass) and the decode batch (tokens per dec
 """
 from __future__ import annotations
 
-import altair as alt
+from .base import alt  # loaded on the first chart drawn (base._lazy_module)
 import numpy as np
 
 from models import prefill, roofline

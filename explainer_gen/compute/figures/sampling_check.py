@@ -5,7 +5,7 @@ count from the simulation in models/sampling.py, run at build time with a fixed 
 """
 from __future__ import annotations
 
-import altair as alt
+from .base import alt  # loaded on the first chart drawn (base._lazy_module)
 import numpy as np
 
 from models import sampling

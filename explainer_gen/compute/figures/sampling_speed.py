@@ -5,7 +5,7 @@ output stays put, here the yield per step falls.
 """
 from __future__ import annotations
 
-import altair as alt
+from .base import alt  # loaded on the first chart drawn (base._lazy_module)
 import numpy as np
 
 from models import sampling, speculative

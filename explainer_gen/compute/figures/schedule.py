@@ -7,7 +7,7 @@ the plot keeps its shape as the batch slider changes the number of slots.
 """
 from __future__ import annotations
 
-import altair as alt
+from .base import alt  # loaded on the first chart drawn (base._lazy_module)
 import numpy as np
 
 from models import batching

@@ -1,7 +1,7 @@
 """Speedup of speculative decoding over plain decoding against batch size, one line per lookahead."""
 from __future__ import annotations
 
-import altair as alt
+from .base import alt  # loaded on the first chart drawn (base._lazy_module)
 import numpy as np
 
 from models import speculative

@@ -11,7 +11,7 @@ Above each curve a band reaches from that floor to the realistic estimate of the
 """
 from __future__ import annotations
 
-import altair as alt
+from .base import alt  # loaded on the first chart drawn (base._lazy_module)
 import numpy as np
 
 from models import realistic, roofline

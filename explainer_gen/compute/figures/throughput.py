@@ -8,7 +8,7 @@ the memory cap, the most requests of the scenario's context that fit (`Resolved.
 """
 from __future__ import annotations
 
-import altair as alt
+from .base import alt  # loaded on the first chart drawn (base._lazy_module)
 import numpy as np
 
 from models import roofline

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import altair as alt
+from .base import alt  # loaded on the first chart drawn (base._lazy_module)
 import numpy as np
 
 from models import roofline, speculative
