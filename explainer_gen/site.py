@@ -197,11 +197,13 @@ class SiteBuild:
         todo = [p for p in pages if (FENCE_NAME in p.text or "{{" in p.text)
                 and self.memory.get("page", self._page_key(p)) is None
                 and self.cache.path("pages", self._page_key(p)) is None]
-        if len(todo) < 2:
+        if not todo:
             return
         jobs = [workers.PageJob(str(self.root), str(self.docs_dir), str(self.catalogue_path), str(self.cache.root),
                                 self.budget // 1000, self.code_fingerprint, p.src_uri, p.path, p.url, p.text, share)
                 for p in todo for share in workers.shares(p.text)]
+        if len(jobs) < workers.MIN_JOBS:
+            return
         self.timing.workers = min(self.workers, len(jobs))
         for result in workers.run(jobs, self.timing.workers):
             self.timing.figures_computed += result.get("figures_computed", 0)

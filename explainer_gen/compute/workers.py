@@ -47,6 +47,9 @@ class PageJob:
 
 
 NUMBERS = -1
+# Fewer jobs than this are computed in the build's own process: a worker costs about a second to
+# start (its imports and vl-convert's engine), as much as three small figures.
+MIN_JOBS = 4
 # What a worker's page holds in place of the figures and numbers another worker computes.
 ELSEWHERE_FIGURE = SimpleNamespace(sizes={"": 0}, default="")
 ELSEWHERE_NUMBER = NumberResult("", [], [], "")
