@@ -197,18 +197,43 @@ class SiteBuild:
         todo = [p for p in pages if (FENCE_NAME in p.text or "{{" in p.text)
                 and self.memory.get("page", self._page_key(p)) is None
                 and self.cache.path("pages", self._page_key(p)) is None]
-        if not todo:
-            return
         jobs = [workers.PageJob(str(self.root), str(self.docs_dir), str(self.catalogue_path), str(self.cache.root),
                                 self.budget // 1000, self.code_fingerprint, p.src_uri, p.path, p.url, p.text, share)
-                for p in todo for share in workers.shares(p.text)]
+                for p in todo for share in self._uncached_shares(p)]
         if len(jobs) < workers.MIN_JOBS:
             return
         self.timing.workers = min(self.workers, len(jobs))
         for result in workers.run(jobs, self.timing.workers):
             self.timing.figures_computed += result.get("figures_computed", 0)
             self.timing.model_seconds += result.get("model_seconds", 0.0)
-        self.timing.worker_pages = len(todo)
+        self.timing.worker_pages = len({job.src_uri for job in jobs})
+
+    def _uncached_shares(self, p: PageSource) -> list[int]:
+        """The page's shares of work (`workers.PageJob.share`) that no cache holds: the page is read as a
+        build reads it, but its figures and numbers are only looked up. A prose edit changes the
+        page and none of its results, so it leaves nothing for a worker to do."""
+        if not hasattr(self, "catalogue"):
+            self.catalogue = load_catalogue(self.catalogue_path)
+        fingerprint, place, missing = self._fingerprint(), itertools.count(), set()
+
+        def known(namespace: str, key: str) -> bool:
+            return self.memory.get(namespace, key) is not None or self.cache.path(namespace, key) is not None
+
+        def figure(req):
+            i = next(place)
+            if not known("figure-meta", self._figure_key(req, fingerprint)):
+                missing.add(i)
+            return workers.ELSEWHERE_FIGURE
+
+        def number(identity, make):
+            if not known("numbers", self._number_key(identity, fingerprint)):
+                missing.add(workers.NUMBERS)
+            return workers.ELSEWHERE_NUMBER
+        try:
+            build_page(p.text, p.path, self.catalogue, figure, self.budget, number)
+        except SourceError:
+            return []  # the build's own pass reports it, with its file and line
+        return sorted(missing)
 
     def _add(self, path: str, content: Generated) -> str:
         self.files.setdefault(path, content)
@@ -229,9 +254,17 @@ class SiteBuild:
         self.memory.put(namespace, key, value)
         return value
 
+    @staticmethod
+    def _figure_key(req, fingerprint: str) -> str:
+        return digest(fingerprint, req.identity())
+
+    @staticmethod
+    def _number_key(identity: dict, fingerprint: str) -> str:
+        return digest(fingerprint, identity)
+
     def _figure(self, req, fingerprint: str) -> FigureArtifacts:
         """The figure's artefacts: in full when computed now, else the light part the HTML needs."""
-        key = digest(fingerprint, req.identity())
+        key = self._figure_key(req, fingerprint)
 
         def make() -> FigureArtifacts:
             artifacts = build_figure(req, self.catalogue, self.timing)
@@ -252,7 +285,7 @@ class SiteBuild:
         return artifacts
 
     def _number(self, identity: dict, make, fingerprint: str) -> NumberResult:
-        return self._remember("numbers", digest(fingerprint, identity), make, vars, lambda d: NumberResult(**d))
+        return self._remember("numbers", self._number_key(identity, fingerprint), make, vars, lambda d: NumberResult(**d))
 
     def _figure_files(self, fig) -> dict[str, str]:
         """Add the figure's JSON, variant data and CSV; names hash what decides them.

@@ -25,7 +25,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
-from ..sources.markdown import FENCE_NAME, scan_fences
 from .numbers import NumberResult
 
 
@@ -43,7 +42,9 @@ class PageJob:
     path: str
     url: str
     text: str
-    share: int  # which part of the page: NUMBERS, or a figure by its place on the page (0, 1, ...)
+    # Which share of the page's work: NUMBERS (its inline numbers), or one figure by its place on
+    # the page (0, 1, ...). SiteBuild._uncached_shares finds those no cache holds.
+    share: int
 
 
 NUMBERS = -1
@@ -53,12 +54,6 @@ MIN_JOBS = 4
 # What a worker's page holds in place of the figures and numbers another worker computes.
 ELSEWHERE_FIGURE = SimpleNamespace(sizes={"": 0}, default="")
 ELSEWHERE_NUMBER = NumberResult("", [], [], "")
-
-
-def shares(text: str) -> list[int]:
-    """A page's parts that workers compute side by side: its numbers, then each figure."""
-    fences, _ = scan_fences(text.split("\n"))
-    return [NUMBERS] + list(range(sum(f.lang == FENCE_NAME for f in fences)))
 
 
 def default_workers() -> int:
