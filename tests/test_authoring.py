@@ -143,6 +143,12 @@ def test_cold_builds_with_worker_processes_are_byte_identical_to_one_process(tmp
     one, two = sites[1], sites[2]
     assert one.keys() == two.keys() and len(one) > 100
     assert [name for name in one if one[name] != two[name]] == []
+    # A prose edit changes a page but none of its figures or numbers: no worker starts.
+    page = tmp_path / "p2" / "docs/explainers/speculative-decoding.md"
+    page.write_text(page.read_text() + "\nOne more sentence.\n")
+    again = subprocess.run(MKDOCS + ["build", "--strict", "-d", str(tmp_path / "site2b")], cwd=tmp_path / "p2",
+                           capture_output=True, text=True, env=env())
+    assert again.returncode == 0 and "worker processes" not in again.stderr, again.stderr
 
 
 def test_two_clean_builds_are_byte_identical(tmp_path):
