@@ -1,7 +1,12 @@
 """How the two packages are installed and found: `explainer_gen` and the generic-named `models`."""
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
+
+from helpers import REPO
 
 
 def test_a_foreign_models_package_is_refused_by_name(tmp_path):
@@ -16,3 +21,21 @@ def test_a_foreign_models_package_is_refused_by_name(tmp_path):
         check_models_package(foreign, PACKAGE_ROOT)
     with pytest.raises(ImportError, match="is not explainer-gen's"):  # beside it, but not ours
         check_models_package(PACKAGE_ROOT.parent / "tests", PACKAGE_ROOT)
+
+
+def test_altair_loads_only_when_a_chart_is_drawn():
+    """Issue 15: a rebuild that computes nothing skips altair's half-second import. Loading the
+    generator leaves altair unloaded; the first chart a figure kind draws loads it."""
+    code = (
+        "import sys\n"
+        "import explainer_gen.core\n"
+        "from explainer_gen.compute.figures import REGISTRY\n"
+        "print('altair.vegalite' in sys.modules)\n"
+        "kind = REGISTRY['speedup-vs-batch']\n"
+        "spec = kind.chart(kind.sliders).to_dict(validate=False)\n"
+        "print('altair.vegalite' in sys.modules, spec['$schema'].rsplit('/', 1)[-1])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    before, after, schema = out.stdout.split()
+    assert (before, after) == ("False", "True") and schema.startswith("v6")

@@ -23,7 +23,7 @@ import numpy as np
 from models.yamlsource import SourceError, closest
 
 from .timing import Timing
-from ..sources.controls import Slider
+from ..sources.controls import Slider, reading
 from ..sources.scan import prose_matches
 
 # `{{ expression }}` or `{{ expression | format }}`; never spans lines.
@@ -364,8 +364,8 @@ def _compute_number(item: Inline, number_id: str, expr: Expr, fmt: Format, slide
     timing = timing or Timing()
     axes = [sliders[n] for n in expr.names]
     shape = [s.count for s in axes]
-    per_scenario = []
-    for env in envs:
+    def texts_under(env: dict[str, Any]) -> list[str]:
+        """The number's texts over its sliders under one scenario's env."""
         scope = dict(env)
         for i, s in enumerate(axes):
             scope[s.name] = s.values().reshape([-1 if j == i else 1 for j in range(len(axes))])
@@ -380,8 +380,7 @@ def _compute_number(item: Inline, number_id: str, expr: Expr, fmt: Format, slide
             if fmt.given:
                 raise SourceError(path, item.line, f"inline phrase {{{{ {item.expr} | {item.fmt} }}}} is text, "
                                   f"so it takes no format; drop '| {item.fmt}'")
-            per_scenario.append([str(t) for t in np.broadcast_to(np.asarray(raw), shape).ravel().tolist()])
-            continue
+            return [str(t) for t in np.broadcast_to(np.asarray(raw), shape).ravel().tolist()]
         if np.asarray(raw).dtype == bool:
             raise SourceError(path, item.line, f"inline number {{{{ {item.expr} }}}} is a condition, true or "
                               "false; to show words by it, write \"a\" if condition else \"b\"")
@@ -395,7 +394,23 @@ def _compute_number(item: Inline, number_id: str, expr: Expr, fmt: Format, slide
             where = ", ".join(f"{s.name}={s.values()[p]:g}" for s, p in zip(axes, pos)) or "its only value"
             raise SourceError(path, item.line, f"inline number {{{{ {item.expr} }}}} is {value[pos]} at {where}"
                               f"{' under scenario ' + env['__scenario__'] if len(envs) > 1 else ''}")
-        per_scenario.append([fmt(v) for v in value.ravel().tolist()])
+        return [fmt(v) for v in value.ravel().tolist()]
+
+    # Scenarios that agree on every field the evaluation read share its texts (controls.Watched);
+    # an env without `__fields__` (no scenario, or one not watched) is always evaluated.
+    seen: list[tuple[tuple[tuple[str, Any], ...], list[str]]] = []
+    per_scenario = []
+    for env in envs:
+        fields = env.get("__fields__")
+        if fields is None:
+            per_scenario.append(texts_under(env))
+            continue
+        known = next((texts for reads, texts in seen if all(getattr(fields, f) == v for f, v in reads)), None)
+        if known is None:
+            with reading() as read:
+                known = texts_under(env)
+            seen.append((tuple((f, getattr(fields, f)) for f in sorted(read)), known))
+        per_scenario.append(known)
     default_index = int(np.ravel_multi_index([s.index_of(s.default) for s in axes], shape)) if axes else 0
     default = per_scenario[default_env][default_index]
     varies_by_scenario = any(t != per_scenario[0] for t in per_scenario[1:])

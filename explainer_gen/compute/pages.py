@@ -16,7 +16,7 @@ from models.yamlsource import SourceError, SourceMap, closest, load_yaml
 
 from ..render import mathml
 from .artifacts import FigureArtifacts, FigureRequest
-from ..sources.controls import FIELD, SCENARIO_FIELDS, Scenario, unfit_reason, Slider, check_scenario_value, default_scenario, expect_mapping, parse_scenario, parse_sliders
+from ..sources.controls import FIELD, SCENARIO_FIELDS, Scenario, unfit_reason, Slider, Watched, check_scenario_value, default_scenario, expect_mapping, parse_scenario, parse_sliders
 from .figures import REGISTRY
 from .timing import Timing
 from .numbers import Expr, NumberResult, compute_number, find_inline, parse_expr, parse_format
@@ -210,8 +210,8 @@ def build_page(source: str, path: str, catalogue: Catalogue,
         """Each scenario's bound vocabulary, made on the first number that is not cached."""
         out = []
         for scenario in controls.grid():
-            env = vocabulary(scenario.resolve(catalogue), catalogue)
-            env["__scenario__"] = scenario.key
+            env = vocabulary(Watched.of(scenario.resolve(catalogue)), catalogue)
+            env["__scenario__"], env["__fields__"] = scenario.key, scenario
             out.append(env)
         return out
     unscoped = vocabulary(None, catalogue)  # bound without a scenario: only scenario-free terms run

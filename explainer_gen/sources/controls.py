@@ -1,6 +1,8 @@
 """Typed reader controls: sliders and the scenario, validated from author YAML."""
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import math
 from dataclasses import dataclass, replace
@@ -275,6 +277,45 @@ class Resolved:
         in its cache, with the draft's weights and cache too when `with_draft`."""
         return float(kvcache.slots(self.acc, self.target, self.cards, self.context_or(context),
                                    self.draft if with_draft else None, precision=self.precision))
+
+
+# The scenario fields that reading each attribute of a Resolved reveals (its `scenario`, all).
+REVEALS: dict[str, tuple[str, ...]] = {
+    "scenario": SCENARIO_FIELDS, "acc": ("accelerator",), "cards": ("cards",), "target": ("target",),
+    "draft": ("draft",), "context": ("context",), "precision": ("weights", "kv")}
+_reads: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("scenario_reads", default=None)
+
+
+class Watched(Resolved):
+    """A Resolved that notes, inside `reading()`, which scenario fields a computation reads through
+    its attributes, methods and properties (its own methods read through `self`, so they are
+    watched too). The models are pure functions of what they are given, so two scenarios that
+    agree on those fields give that computation the same result: an inline number is then
+    evaluated once per distinct combination of the fields it reads (numbers.compute_number),
+    not once per scenario."""
+
+    def __getattribute__(self, name: str):
+        fields = REVEALS.get(name)
+        if fields is not None:
+            reads = _reads.get()
+            if reads is not None:
+                reads.update(fields)
+        return super().__getattribute__(name)
+
+    @classmethod
+    def of(cls, r: Resolved) -> "Watched":
+        return cls(*(object.__getattribute__(r, f) for f in Resolved.__dataclass_fields__))
+
+
+@contextlib.contextmanager
+def reading():
+    """The set of scenario fields read by Watched scenarios while the block runs."""
+    reads: set[str] = set()
+    token = _reads.set(reads)
+    try:
+        yield reads
+    finally:
+        _reads.reset(token)
 
 
 def unfit_reason(r: Resolved, with_draft: bool) -> str | None:

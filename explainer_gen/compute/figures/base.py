@@ -39,6 +39,7 @@ from typing import ClassVar, Iterable, Mapping
 import numpy as np
 
 from ...sources.controls import SCENARIO_FIELDS, Resolved, Slider
+from ..numbers import Format, plural as plural_of
 
 
 def _lazy_module(name: str) -> ModuleType:
@@ -57,9 +58,9 @@ def _lazy_module(name: str) -> ModuleType:
 
 
 alt = _lazy_module("altair")
-from ..numbers import Format, plural as plural_of
 
 Columns = dict[str, np.ndarray]
+
 
 @dataclass(frozen=True)
 class TableView:

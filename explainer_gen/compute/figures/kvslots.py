@@ -5,13 +5,12 @@ gap between the lines at that point is what running the draft costs in slots.
 """
 from __future__ import annotations
 
-from .base import alt  # loaded on the first chart drawn (base._lazy_module)
 import numpy as np
 
 from models import kvcache
 
 from ...sources.controls import Resolved, Slider
-from .base import count, Columns, FigureKind, TableView, register, table_data
+from .base import alt, Columns, count, FigureKind, register, table_data, TableView
 from .longform import part, stack
 
 CONTEXT_RANGE = (1024, 131072)

@@ -6,13 +6,12 @@ target's), at the acceptance rate the measured speedup implies at the measured d
 """
 from __future__ import annotations
 
-from .base import alt  # loaded on the first chart drawn (base._lazy_module)
 import numpy as np
 
 from models import papers
 
 from ...sources.controls import Resolved, Slider
-from .base import Columns, FigureKind, TableView, register, table_data
+from .base import alt, Columns, FigureKind, register, table_data, TableView
 
 LEVIATHAN = "Leviathan et al., Table 1"
 CHEN = "Chen et al., 70B target"

@@ -12,14 +12,13 @@ whose KV cache fits beside the weights are drawn.
 """
 from __future__ import annotations
 
-from .base import alt  # loaded on the first chart drawn (base._lazy_module)
 import numpy as np
 
 from models import prefill, roofline
 
 from ...sources.controls import Resolved, Slider
 from ...theme import colour
-from .base import Columns, FigureKind, TableView, register, rows_at, slider_params, table_data
+from .base import alt, Columns, FigureKind, register, rows_at, slider_params, table_data, TableView
 from .longform import follows, part, stack
 from .roofline import PHASE_SLIDERS
 

@@ -6,13 +6,12 @@ the prompt length (tokens per prefill pass) and the decode batch (tokens per dec
 """
 from __future__ import annotations
 
-from .base import alt  # loaded on the first chart drawn (base._lazy_module)
 import numpy as np
 
 from models import prefill, roofline
 
 from ...sources.controls import Resolved, Slider
-from .base import Columns, FigureKind, TableView, register, rows_at, slider_params, table_data
+from .base import alt, Columns, FigureKind, register, rows_at, slider_params, table_data, TableView
 from .longform import follows, part, stack
 
 # Shared with the step-time figure, so one slider moves both on a page.

@@ -5,14 +5,13 @@ count from the simulation in models/sampling.py, run at build time with a fixed 
 """
 from __future__ import annotations
 
-from .base import alt  # loaded on the first chart drawn (base._lazy_module)
 import numpy as np
 
 from models import sampling
 
 from ...sources.controls import Resolved, Slider
 from ...theme import colour
-from .base import Columns, FigureKind, TableView, register, rows_at, slider_filter, slider_params, table_data
+from .base import alt, Columns, FigureKind, register, rows_at, slider_filter, slider_params, table_data, TableView
 
 # The slider is named `drift`: an identifier that no Vega signal or expression function uses.
 DRIFT = Slider("drift", "Draft drift from the target", 0.0, 1.0, 0.1, 0.5)

@@ -5,14 +5,13 @@ output stays put, here the yield per step falls.
 """
 from __future__ import annotations
 
-from .base import alt  # loaded on the first chart drawn (base._lazy_module)
 import numpy as np
 
 from models import sampling, speculative
 
 from ...sources.controls import Resolved, Slider
 from ...theme import colour
-from .base import Columns, FigureKind, TableView, register, rows_at, slider_filter, slider_params, table_data
+from .base import alt, Columns, FigureKind, register, rows_at, slider_filter, slider_params, table_data, TableView
 from .sampling_check import DRIFT
 
 MEASURED = "Measured"

@@ -7,14 +7,13 @@ the plot keeps its shape as the batch slider changes the number of slots.
 """
 from __future__ import annotations
 
-from .base import alt  # loaded on the first chart drawn (base._lazy_module)
 import numpy as np
 
 from models import batching
 
 from ...sources.controls import Resolved, Slider
 from ...theme import BOLD, colour
-from .base import count, Columns, FigureKind, TableView, register, rows_at, slider_filter, slider_params, table_data
+from .base import alt, Columns, count, FigureKind, register, rows_at, slider_filter, slider_params, table_data, TableView
 from .longform import part, stack
 
 SCHEDULERS = {"continuous": "Continuous batching", "static": "Static batching"}

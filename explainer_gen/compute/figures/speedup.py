@@ -1,14 +1,13 @@
 """Speedup of speculative decoding over plain decoding against batch size, one line per lookahead."""
 from __future__ import annotations
 
-from .base import alt  # loaded on the first chart drawn (base._lazy_module)
 import numpy as np
 
 from models import speculative
 
 from ...sources.controls import Resolved, Slider
 from ...theme import colour
-from .base import Columns, FigureKind, TableView, grid_product, register, rows_at, slider_filter, slider_params, table_data
+from .base import alt, Columns, FigureKind, grid_product, register, rows_at, slider_filter, slider_params, table_data, TableView
 
 LOOKAHEADS = (1, 2, 4, 8)
 # Batch sizes from 1 to 1024, four per doubling, so the log axis is evenly sampled.

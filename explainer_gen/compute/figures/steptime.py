@@ -11,14 +11,13 @@ Above each curve a band reaches from that floor to the realistic estimate of the
 """
 from __future__ import annotations
 
-from .base import alt  # loaded on the first chart drawn (base._lazy_module)
 import numpy as np
 
 from models import realistic, roofline
 
 from ...sources.controls import Resolved, Slider
 from ...theme import colour
-from .base import Columns, FigureKind, TableView, register, rows_at, slider_params, table_data
+from .base import alt, Columns, FigureKind, register, rows_at, slider_params, table_data, TableView
 from .longform import part, stack
 from .roofline import PHASE_SLIDERS, phase_filter, phase_pass
 

@@ -8,14 +8,13 @@ the memory cap, the most requests of the scenario's context that fit (`Resolved.
 """
 from __future__ import annotations
 
-from .base import alt  # loaded on the first chart drawn (base._lazy_module)
 import numpy as np
 
 from models import roofline
 
 from ...sources.controls import Resolved, Slider
 from ...theme import colour
-from .base import Columns, FigureKind, TableView, register, table_data
+from .base import alt, Columns, FigureKind, register, table_data, TableView
 from .longform import part, stack
 
 # Batch sizes 1 to 4096, two per doubling; the curves are straight lines on log axes on

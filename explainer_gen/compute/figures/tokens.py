@@ -3,14 +3,13 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .base import alt  # loaded on the first chart drawn (base._lazy_module)
 import numpy as np
 
 from models import roofline, speculative
 
 from ...sources.controls import Resolved, Slider
 from ...theme import BOLD
-from .base import count, Columns, FigureKind, TableView, register, rows_at, slider_filter, slider_params, table_data
+from .base import alt, Columns, count, FigureKind, register, rows_at, slider_filter, slider_params, table_data, TableView
 
 N_TOKENS = 48
 SEED = 20230211  # fixed so every build draws the same outcomes
