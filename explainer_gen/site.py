@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 from models.catalogue import Catalogue, load_catalogue
+from models.yamlsource import SourceError
 
 from .client import contract
 from . import theme
