@@ -94,7 +94,7 @@ def page_weights(site: Path) -> list[dict]:
         variants = 0
         for f in figs:
             payload = json.loads((html_path.parent / f).resolve().read_text())
-            variants += sum(gz((html_path.parent / f).resolve().parent / v) for v in payload["variants"].values())
+            variants += sum(gz((html_path.parent / f).resolve().parent / v) for v in set(payload["variants"].values()))
         page_json = re.search(r'data-eg-page="([^"]+)"', html)
         numbers = gz((html_path.parent / page_json.group(1)).resolve()) if page_json else 0
         rows.append({"page": str(html_path.relative_to(site).parent) or "/", "html_gz": gz(html_path),

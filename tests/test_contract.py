@@ -122,3 +122,23 @@ def test_a_page_state_of_another_version_leaves_the_page_as_built(site, browser)
         assert page.evaluate("() => window.explainerGen.state()") is None
         page.close()
 
+
+
+def test_variant_files_hold_every_other_scenario_once_in_few_files():
+    """Issue 15: the other scenarios' rows travel several to a file, by key, so a build copies tens
+    of files rather than hundreds; no file passes the size unless one scenario alone does."""
+    from explainer_gen.compute.artifacts import dumps
+
+    data = {f"s{i:03d}": {"x": list(range(i % 7 * 200))} for i in range(300)}
+    data["big"] = {"x": list(range(40_000))}
+    files = contract.variant_files(data, "s000", dumps)
+    held = [k for keys, _ in files for k in keys]
+    assert sorted(held) == sorted(k for k in data if k != "s000") and len(held) == len(set(held))
+    assert held == sorted(held)
+    for keys, text in files:
+        assert json.loads(text) == {k: data[k] for k in keys}
+        assert len(text) <= contract.VARIANT_FILE_CHARS or keys == ["big"]
+    assert len(files) < len(held) / 10
+    assert [keys for keys, text in files if len(text) > contract.VARIANT_FILE_CHARS] == [["big"]]
+    # The same rows in another order make the same files (a computed figure and a cached one).
+    assert contract.variant_files(dict(reversed(list(data.items()))), "s000", dumps) == files

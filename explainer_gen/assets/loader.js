@@ -26,7 +26,7 @@
   var jsonCache = new Map();
   var bundle = null;
   var bundleUrl = null;
-  var CONTRACT = 3; // explainer_gen/contract.py VERSION: the shape of the JSON read here
+  var CONTRACT = 4; // explainer_gen/client/contract.py VERSION: the shape of the JSON read here
 
   function checked(what, json) {
     if (!json || json.version !== CONTRACT) {
@@ -385,7 +385,11 @@
   function dataFor(fig) {
     var p = fig.payload, key = p.map[state.scenario] || p.default;
     if (key === p.default) return Promise.resolve(p.data);
-    return fetchJSON(new URL(p.variants[key], fig.url).href);
+    // A variant file holds several scenarios' rows by key (contract.variant_files).
+    return fetchJSON(new URL(p.variants[key], fig.url).href).then(function (rows) {
+      if (!rows[key]) throw new Error(p.variants[key] + " holds no rows for " + key);
+      return rows[key];
+    });
   }
 
   // The spec names its colours by the palette's light values; the page's CSS variables hold

@@ -7,7 +7,9 @@ Two kinds of file cross from the build to the browser:
   the inline numbers with what they depend on;
 - the figure payload (`assets/explainer/fig/<hash>.json`), one per figure: its Vega spec, the
   palette that recolours it, the default scenario's rows, the files that hold the other
-  scenarios' rows, and the template of its text description.
+  scenarios' rows, and the template of its text description;
+- the variant files (`assets/explainer/fig/<hash>-<n>.json`), fetched when a reader switches:
+  each holds the rows of several scenarios, by scenario key (`variant_files`).
 
 Both carry `"version": VERSION`. The loader refuses a file of another version and leaves the
 page as it was built (static pictures, default numbers), so a cached page never meets a loader
@@ -23,9 +25,9 @@ module alone sets.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
-VERSION = 3
+VERSION = 4
 
 # Keys and the JSON types of their values, for the checks below and for readers of this file.
 PAGE_STATE = {"version": int, "switch": dict, "scenarios": list, "default": str, "sliders": dict, "numbers": dict}
@@ -34,6 +36,32 @@ SLIDER = {"min": (int, float), "step": (int, float), "count": int, "default": (i
 NUMBER = {"deps": list, "texts": list}
 FIGURE_PAYLOAD = {"version": int, "spec": dict, "vega": dict, "palette": dict, "data": dict, "default": str,
                   "variants": dict, "map": dict, "describe": dict}
+
+
+# A variant file holds the rows of consecutive scenarios (in key order) up to about this many
+# characters of JSON, 10 to 25 KB gzip: a build then copies tens of files, not hundreds, and a
+# reader's switch fetches little it does not show.
+VARIANT_FILE_CHARS = 100_000
+
+
+def variant_files(data: Mapping[str, Any], default: str, dumps: Callable[[Any], str]) -> list[tuple[list[str], str]]:
+    """The rows of every scenario but `default` as variant files: (the keys a file holds, its text,
+    a JSON object of rows by key). Keys go in sorted order, so neighbours differ in the switch's
+    last fields; a file closes before it would pass VARIANT_FILE_CHARS, and a scenario larger than
+    that has a file to itself."""
+    files: list[tuple[list[str], str]] = []
+    keys: list[str] = []
+    size = 0
+    for key in sorted(k for k in data if k != default):
+        rows = len(dumps(data[key])) + len(key) + 4
+        if keys and size + rows > VARIANT_FILE_CHARS:
+            files.append((keys, dumps({k: data[k] for k in keys})))
+            keys, size = [], 0
+        keys.append(key)
+        size += rows
+    if keys:
+        files.append((keys, dumps({k: data[k] for k in keys})))
+    return files
 
 
 def choice_text(value: Any) -> str:
@@ -64,7 +92,7 @@ def page_state(controls, numbers, catalogue) -> dict:
 def figure_payload(*, spec: dict, vega: dict, palette: dict, data: dict, default: str, variants: dict,
                    scenario_map: dict, describe: dict) -> dict:
     """The payload of one figure placed on a page. `data` is the default scenario's rows,
-    `variants` the file name of each other scenario's rows, `scenario_map` the page's scenario
+    `variants` the name of the variant file that holds each other scenario's rows, `scenario_map` the page's scenario
     key to the figure's own data key (figures that ignore a field share data)."""
     payload = {"version": VERSION, "spec": spec, "vega": vega, "palette": palette, "data": data,
                "default": default, "variants": variants, "map": scenario_map, "describe": describe}

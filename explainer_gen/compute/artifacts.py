@@ -311,12 +311,12 @@ def site_files(a: FigureArtifacts, scenario_map: dict[str, str], stem: str) -> d
     when the reader switches to them.
     """
     files, variants = {}, {}
-    # Numbered in key order, not in the order the data came in: a figure computed now and the same
-    # figure read back from the cache (whose JSON sorts keys) must name the same files.
-    for i, key in enumerate(sorted(k for k in a.data if k != a.default)):
+    # In key order, not in the order the data came in: a figure computed now and the same figure
+    # read back from the cache (whose JSON sorts keys) must make the same files.
+    for i, (keys, text) in enumerate(contract.variant_files(a.data, a.default, dumps)):
         path = f"{stem}-{i + 1}.json"
-        files[path] = dumps(a.data[key])
-        variants[key] = path.rsplit("/", 1)[1]
+        files[path] = text
+        variants.update(dict.fromkeys(keys, path.rsplit("/", 1)[1]))
     files[f"{stem}.json"] = dumps(contract.figure_payload(
         spec=a.spec, vega=a.vega, palette=theme.page_palette(), data=a.data[a.default], default=a.default,
         variants=variants, scenario_map=scenario_map, describe=a.describe))
