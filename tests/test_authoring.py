@@ -8,6 +8,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -258,3 +259,21 @@ def test_readme_serve_command_turns_live_reload_on():
     makefile = (REPO / "Makefile").read_text()
     assert re.search(r"^serve:.*\n\t.*mkdocs serve --livereload", makefile, re.M)
     assert "make serve" in (REPO / "README.md").read_text()
+
+
+def test_a_worker_that_hangs_or_dies_leaves_its_jobs_to_the_build(monkeypatch):
+    """compute/workers.run: a job past JOB_SECONDS ends its worker, and a worker that ends leaves
+    its jobs `skipped`, for the build to compute itself; the other worker's results stand."""
+    from explainer_gen.compute import workers
+
+    job = workers.PageJob("/", "/", "/", "/", 100, "not this build's code", "p.md", "p.md", "p/", "x", -1)
+    # Its fingerprint is no code's: a live worker answers at once that it skipped the job.
+    assert workers.run([job], 1) == [{"skipped": "the code on disk is not the code the build loaded"}]
+    # A worker that reads its job and never answers is ended by the watchdog.
+    monkeypatch.setattr(workers, "JOB_SECONDS", 1.0)
+    monkeypatch.setattr(workers, "COMMAND", [sys.executable, "-c", "import sys, time; sys.stdin.readline(); "
+                                             "time.sleep(120)"])
+    start = time.monotonic()
+    got = workers.run([job, job], 2)
+    assert [r["skipped"] for r in got] == ["the worker process ended"] * 2
+    assert time.monotonic() - start < 30

@@ -51,6 +51,11 @@ NUMBERS = -1
 # Fewer jobs than this are computed in the build's own process: a worker costs about a second to
 # start (its imports and vl-convert's engine), as much as three small figures.
 MIN_JOBS = 4
+# How a worker starts: this module run by the build's own Python.
+COMMAND = [sys.executable, "-m", "explainer_gen.compute.workers"]
+# A job that takes longer than this (the largest take a few seconds) ends its worker, and the build
+# computes the job itself.
+JOB_SECONDS = 600.0
 # What a worker's page holds in place of the figures and numbers another worker computes.
 ELSEWHERE_FIGURE = SimpleNamespace(sizes={"": 0}, default="")
 ELSEWHERE_NUMBER = NumberResult("", [], [], "")
@@ -89,7 +94,8 @@ def run(jobs: list[PageJob], workers: int) -> list[dict]:
 
     New interpreters rather than multiprocessing's spawn, which runs the host's main script again in
     every child: a build started from an unguarded script would start workers without end. A worker
-    that dies leaves its jobs `skipped`, and the build computes them itself."""
+    that dies, or spends more than JOB_SECONDS on a job, leaves its jobs `skipped`, and the build
+    computes them itself."""
     order = sorted(range(len(jobs)), key=lambda i: (-len(jobs[i].text), jobs[i].share))
     pending: queue.Queue[int] = queue.Queue()
     for i in order:
@@ -99,7 +105,7 @@ def run(jobs: list[PageJob], workers: int) -> list[dict]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([package_parent] + [p for p in sys.path if p])}
 
     def serve() -> None:
-        proc = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        proc = subprocess.Popen(COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, text=True, env=env)
         try:
             while True:
@@ -109,7 +115,12 @@ def run(jobs: list[PageJob], workers: int) -> list[dict]:
                     return
                 proc.stdin.write(json.dumps(asdict(jobs[i])) + "\n")
                 proc.stdin.flush()
-                line = proc.stdout.readline()
+                watchdog = threading.Timer(JOB_SECONDS, proc.kill)  # a hung job ends its worker
+                watchdog.start()
+                try:
+                    line = proc.stdout.readline()
+                finally:
+                    watchdog.cancel()
                 if not line:
                     results[i] = {"skipped": "the worker process ended"}
                     return
@@ -117,7 +128,10 @@ def run(jobs: list[PageJob], workers: int) -> list[dict]:
         except (OSError, ValueError):
             return
         finally:
-            proc.stdin.close()
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
             proc.wait()
 
     threads = [threading.Thread(target=serve) for _ in range(workers)]
