@@ -308,11 +308,12 @@ def lighthouse_pages(site: Path, runs: int = 3, keep: Path | None = None) -> dic
     pages = sorted(str(p.relative_to(site).parent) + "/" for p in (site / "explainers").rglob("index.html")
                    if p.parent != site / "explainers")
     results: dict = {"pages": {}, "warnings": set(), "benchmark_index": []}
-    with serve(site) as base:
+    with serve(site) as base, tempfile.TemporaryDirectory(prefix="eg-lighthouse-") as tmp:
+        reports_dir = Path(tmp)  # never beside the site: it may be a checkout's own `site/`
         for page in pages:
             reports, errors = [], []
             for i in range(runs):
-                out = site.parent / f"lighthouse-{page.strip('/').replace('/', '-')}-{i + 1}.json"
+                out = reports_dir / f"lighthouse-{page.strip('/').replace('/', '-')}-{i + 1}.json"
                 got = lighthouse_run(base, page, out)
                 if isinstance(got, str):
                     errors.append(got)
