@@ -62,6 +62,8 @@ import logging  # noqa: E402
 from mkdocs.commands.build import build  # noqa: E402
 from mkdocs.config import load_config  # noqa: E402
 
+from helpers import with_plugin_options  # noqa: E402
+
 logging.getLogger("mkdocs").setLevel(logging.ERROR)
 
 
@@ -424,15 +426,6 @@ def fresh_build(config: Path, site_dir: Path, cache_dir: Path | None, enabled: b
     return result["seconds"], result["model_seconds"]
 
 
-def configured(base: Path, dest: Path, **options) -> Path:
-    """A copy of the MkDocs config `base` beside it with the plugin's options set."""
-    text = base.read_text()
-    assert "\n  - explainer\n" in text, "mkdocs.yml lists the plugin as `- explainer`"
-    dest.write_text(text.replace("\n  - explainer\n", "\n  - explainer:\n" + "".join(
-        f"      {k}: {json.dumps(v)}\n" for k, v in options.items())))
-    return dest
-
-
 def _group_rss(pgid: int) -> int:
     """Resident bytes of every process in the process group `pgid` (the build and its workers)."""
     total = 0
@@ -485,12 +478,11 @@ def scale_rows(work: Path, counts: tuple[int, ...] = (1, 3, 9)) -> list[dict]:
         root = work / f"scale-{copies}"
         synthetic_docs(root, copies)
         figures = sum(p.read_text().count("```explainer") for p in (root / "docs").rglob("*.md"))
-        cold_cfg = configured(REPO / "mkdocs.yml", root / "mkdocs-cold.yml", cache_dir=".cache-cold")
-        plain_cfg = configured(REPO / "mkdocs.yml", root / "mkdocs-plain.yml", enabled=False)
-        plain, plain_rss = process_build(plain_cfg, root / "site-plain")
+        cold_cfg = with_plugin_options(REPO / "mkdocs.yml", root / "mkdocs-cold.yml", cache_dir=".cache-cold")
+        plain_cfg = with_plugin_options(REPO / "mkdocs.yml", root / "mkdocs-plain.yml", enabled=False)
+        plain, _ = process_build(plain_cfg, root / "site-plain")
         cold, rss = process_build(cold_cfg, root / "site-cold")
-        rows.append({"copies": copies, "figures": figures, "cold": cold, "plain": plain, "rss": rss,
-                     "plain_rss": plain_rss})
+        rows.append({"copies": copies, "figures": figures, "cold": cold, "plain": plain, "rss": rss})
         shutil.rmtree(root, ignore_errors=True)
     return rows
 
@@ -543,16 +535,16 @@ def main() -> None:
         bundle_warm = machine.path("bundle", bundle_key()) is not None
         fresh_build(config, work / "warm", work / "warm-cache")  # OS caches, bytecode; fills the machine cache
         # Whole processes, as authors and CI run them (issue 15).
-        plain_cfg = configured(config, work / "mkdocs-plain.yml", enabled=False)
+        plain_cfg = with_plugin_options(config, work / "mkdocs-plain.yml", enabled=False)
         plain_p = min(process_build(plain_cfg, work / "plain-p")[0] for _ in range(3))
-        colds = [process_build(configured(config, work / f"mkdocs-cold{i}.yml", cache_dir=f"cold-cache-{i}"),
+        colds = [process_build(with_plugin_options(config, work / f"mkdocs-cold{i}.yml", cache_dir=f"cold-cache-{i}"),
                                work / f"cold{i}") for i in range(3)]
         cold_p, cold_rss = min(colds)
         # One process, workers off, imports before the clock: where the time goes.
-        serial = configured(config, work / "mkdocs-serial.yml", workers=1)
+        serial = with_plugin_options(config, work / "mkdocs-serial.yml", workers=1)
         cold, model_s = min(fresh_build(serial, work / f"serial{i}", work / f"serial-cache-{i}") for i in range(2))
         plain = min(fresh_build(config, work / "plain", None, enabled=False)[0] for _ in range(3))
-        cache_cfg = configured(config, work / "mkdocs-cached.yml", cache_dir="cold-cache-0")
+        cache_cfg = with_plugin_options(config, work / "mkdocs-cached.yml", cache_dir="cold-cache-0")
         cache = work / "cold-cache-0"
         page = work / "docs/explainers/speculative-decoding.md"
         text = page.read_text()

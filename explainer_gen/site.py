@@ -17,6 +17,7 @@ the pages computed, and `timing`.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
@@ -120,7 +121,6 @@ class SiteBuild:
     def collect(self, pages: list[PageSource], nav: list[str] = (), site_name: str = "",
                 site_url: str | None = None) -> dict[str, Generated]:
         """Check and compute every page; the site files to add. SourceError on any author mistake."""
-        self.catalogue: Catalogue = load_catalogue(self.catalogue_path)
         self.sources = {p.src_uri: p for p in pages}
         self.urls = {p.src_uri: p.url for p in pages}
         for p in pages:
@@ -154,14 +154,18 @@ class SiteBuild:
             self.page_json[p.src_uri] = self._add(f"{ASSETS}/page/{short_hash(p.src_uri)}.json", state)
         return self.files
 
-    def _fingerprint(self) -> str:
+    @functools.cached_property
+    def catalogue(self) -> Catalogue:
+        """The accelerators and models, read once a build."""
+        return load_catalogue(self.catalogue_path)
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
         """What decides every result besides its request: the code and the catalogue (read once a build)."""
-        if not hasattr(self, "_fp"):
-            self._fp = digest(self.code_fingerprint, self.catalogue_path.read_text(encoding="utf-8"))
-        return self._fp
+        return digest(self.code_fingerprint, self.catalogue_path.read_text(encoding="utf-8"))
 
     def _page_key(self, p: PageSource) -> str:
-        return digest(self._fingerprint(), self.budget, p.path, p.text)
+        return digest(self.fingerprint, self.budget, p.path, p.text)
 
     def compute_page(self, p: PageSource, share: int | None = None) -> PageBuild:
         """Check and compute one page, its figures and numbers through the caches; the disk cache
@@ -170,18 +174,15 @@ class SiteBuild:
         A worker passes `share`: its figure of that place on the page (0, 1, ...), or with
         `workers.NUMBERS` its inline numbers, is computed into the cache and the rest stands in
         empty; what it returns is then no page to show."""
-        if not hasattr(self, "catalogue"):
-            self.catalogue = load_catalogue(self.catalogue_path)
-        fingerprint = self._fingerprint()
         place = itertools.count()
 
         def figure(req):
             mine = share is None or next(place) == share
-            return self._figure(req, fingerprint) if mine else workers.ELSEWHERE_FIGURE
+            return self._figure(req) if mine else workers.ELSEWHERE_FIGURE
 
         def number(identity, make):
             mine = share is None or share == workers.NUMBERS
-            return self._number(identity, make, fingerprint) if mine else workers.ELSEWHERE_NUMBER
+            return self._number(identity, make) if mine else workers.ELSEWHERE_NUMBER
         page = build_page(p.text, p.path, self.catalogue, figure, self.budget, number, self.timing)
         if share is not None and 0 <= share < len(page.figures):
             self._figure_files(page.figures[share])  # its site files too, into the cache
@@ -213,21 +214,19 @@ class SiteBuild:
         """The page's shares of work (`workers.PageJob.share`) that no cache holds: the page is read as a
         build reads it, but its figures and numbers are only looked up. A prose edit changes the
         page and none of its results, so it leaves nothing for a worker to do."""
-        if not hasattr(self, "catalogue"):
-            self.catalogue = load_catalogue(self.catalogue_path)
-        fingerprint, place, missing = self._fingerprint(), itertools.count(), set()
+        place, missing = itertools.count(), set()
 
         def known(namespace: str, key: str) -> bool:
             return self.memory.get(namespace, key) is not None or self.cache.path(namespace, key) is not None
 
         def figure(req):
             i = next(place)
-            if not known("figure-meta", self._figure_key(req, fingerprint)):
+            if not known("figure-meta", self._figure_key(req)):
                 missing.add(i)
             return workers.ELSEWHERE_FIGURE
 
         def number(identity, make):
-            if not known("numbers", self._number_key(identity, fingerprint)):
+            if not known("numbers", self._number_key(identity)):
                 missing.add(workers.NUMBERS)
             return workers.ELSEWHERE_NUMBER
         try:
@@ -255,17 +254,15 @@ class SiteBuild:
         self.memory.put(namespace, key, value)
         return value
 
-    @staticmethod
-    def _figure_key(req, fingerprint: str) -> str:
-        return digest(fingerprint, req.identity())
+    def _figure_key(self, req) -> str:
+        return digest(self.fingerprint, req.identity())
 
-    @staticmethod
-    def _number_key(identity: dict, fingerprint: str) -> str:
-        return digest(fingerprint, identity)
+    def _number_key(self, identity: dict) -> str:
+        return digest(self.fingerprint, identity)
 
-    def _figure(self, req, fingerprint: str) -> FigureArtifacts:
+    def _figure(self, req) -> FigureArtifacts:
         """The figure's artefacts: in full when computed now, else the light part the HTML needs."""
-        key = self._figure_key(req, fingerprint)
+        key = self._figure_key(req)
 
         def make() -> FigureArtifacts:
             artifacts = build_figure(req, self.catalogue, self.timing)
@@ -285,8 +282,8 @@ class SiteBuild:
         artifacts.key = fig.artifacts.key
         return artifacts
 
-    def _number(self, identity: dict, make, fingerprint: str) -> NumberResult:
-        return self._remember("numbers", self._number_key(identity, fingerprint), make, vars, lambda d: NumberResult(**d))
+    def _number(self, identity: dict, make) -> NumberResult:
+        return self._remember("numbers", self._number_key(identity), make, vars, lambda d: NumberResult(**d))
 
     def _figure_files(self, fig) -> dict[str, str]:
         """Add the figure's JSON, variant data and CSV; names hash what decides them.

@@ -4,8 +4,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import gzip
-import io
 import http.server
+import io
+import json
 import os
 import re
 import shutil
@@ -91,6 +92,15 @@ def mkdocs_build(dest: Path, config: Path = REPO / "mkdocs.yml", strict: bool = 
                             "(tiers come from what a test calls); mark the test @pytest.mark.site")
     cmd = MKDOCS + ["build", "-q", "-f", str(config), "-d", str(dest)] + (["--strict"] if strict else [])
     return subprocess.run(cmd, capture_output=True, text=True, env=env(), cwd=cwd or config.parent)
+
+
+def with_plugin_options(base: Path, dest: Path, **options) -> Path:
+    """`dest`: the MkDocs config `base` with the explainer plugin's options set (values as YAML)."""
+    text = base.read_text()
+    assert "\n  - explainer\n" in text, f"{base} lists the plugin as `- explainer`"
+    dest.write_text(text.replace("\n  - explainer\n", "\n  - explainer:\n" + "".join(
+        f"      {k}: {json.dumps(v)}\n" for k, v in options.items())))
+    return dest
 
 
 def copy_project(dest: Path) -> Path:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import MKDOCS, REPO, copy_project, env, mkdocs_build, wait_for_figures
+from helpers import MKDOCS, REPO, copy_project, env, mkdocs_build, wait_for_figures, with_plugin_options
 
 CATALOGUE = REPO / "models" / "catalogue.yaml"
 
@@ -117,21 +117,13 @@ def _tree(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def _with_plugin_options(project: Path, **options) -> None:
-    config = project / "mkdocs.yml"
-    text = config.read_text()
-    assert "\n  - explainer\n" in text
-    config.write_text(text.replace("\n  - explainer\n", "\n  - explainer:\n" + "".join(
-        f"      {k}: {v}\n" for k, v in options.items())))
-
-
 def test_cold_builds_with_worker_processes_are_byte_identical_to_one_process(tmp_path):
     """Issue 15: pages computed side by side in spawned workers, handed over through the cache,
     give the site a single process gives, byte for byte; the build says the workers ran."""
     sites = {}
     for workers in (1, 2):
         project = copy_project(tmp_path / f"p{workers}")
-        _with_plugin_options(project, workers=workers, cache_dir=f".cache-{workers}")
+        with_plugin_options(project / "mkdocs.yml", project / "mkdocs.yml", workers=workers, cache_dir=f".cache-{workers}")
         result = subprocess.run(MKDOCS + ["build", "--strict", "-d", str(tmp_path / f"site{workers}")], cwd=project,
                                 capture_output=True, text=True, env=env())
         assert result.returncode == 0, result.stderr

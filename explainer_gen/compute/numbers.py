@@ -346,6 +346,7 @@ class NumberResult:
         return f'<span class="eg-num"{attrs}>{esc(self.default)}</span>'
 
 
+@np.errstate(all="ignore")
 def compute_number(item: Inline, number_id: str, expr: Expr, fmt: Format, sliders: dict[str, Slider],
                    envs: list[dict[str, Any]], path: str, default_env: int = 0,
                    timing: Timing | None = None) -> NumberResult:
@@ -355,12 +356,6 @@ def compute_number(item: Inline, number_id: str, expr: Expr, fmt: Format, slider
     Floating-point warnings are off throughout (set once, not per scenario): a value that is not
     finite fails the number with its position instead.
     """
-    with np.errstate(all="ignore"):
-        return _compute_number(item, number_id, expr, fmt, sliders, envs, path, default_env, timing)
-
-
-def _compute_number(item: Inline, number_id: str, expr: Expr, fmt: Format, sliders: dict[str, Slider],
-                    envs: list[dict[str, Any]], path: str, default_env: int, timing: Timing | None) -> NumberResult:
     timing = timing or Timing()
     axes = [sliders[n] for n in expr.names]
     shape = [s.count for s in axes]
@@ -397,19 +392,22 @@ def _compute_number(item: Inline, number_id: str, expr: Expr, fmt: Format, slide
         return [fmt(v) for v in value.ravel().tolist()]
 
     # Scenarios that agree on every field the evaluation read share its texts (controls.Watched);
-    # an env without `__fields__` (no scenario, or one not watched) is always evaluated.
-    seen: list[tuple[tuple[tuple[str, Any], ...], list[str]]] = []
+    # an env without `__fields__` (no scenario, or one not watched) is always evaluated. Texts are
+    # kept by the set of fields read (one or a few per number), then by those fields' values.
+    seen: dict[tuple[str, ...], dict[tuple, list[str]]] = {}
     per_scenario = []
     for env in envs:
         fields = env.get("__fields__")
         if fields is None:
             per_scenario.append(texts_under(env))
             continue
-        known = next((texts for reads, texts in seen if all(getattr(fields, f) == v for f, v in reads)), None)
+        known = next((by_value[key] for read, by_value in seen.items()
+                      if (key := tuple(getattr(fields, f) for f in read)) in by_value), None)
         if known is None:
             with reading() as read:
                 known = texts_under(env)
-            seen.append((tuple((f, getattr(fields, f)) for f in sorted(read)), known))
+            read = tuple(sorted(read))
+            seen.setdefault(read, {})[tuple(getattr(fields, f) for f in read)] = known
         per_scenario.append(known)
     default_index = int(np.ravel_multi_index([s.index_of(s.default) for s in axes], shape)) if axes else 0
     default = per_scenario[default_env][default_index]

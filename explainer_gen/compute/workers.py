@@ -20,7 +20,6 @@ import queue
 import subprocess
 import sys
 import threading
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -71,10 +70,10 @@ def default_workers() -> int:
 
 
 def compute_page(job: PageJob) -> dict:
-    """In a worker: compute one page into the cache. Returns what it counted, or why it did nothing."""
+    """In a worker: compute one share of a page into the cache. Returns what it counted, or why it
+    did nothing."""
     from explainer_gen import core
 
-    start = time.perf_counter()
     if core.SOURCES is None or core.code_fingerprint() != job.code_fingerprint:
         return {"skipped": "the code on disk is not the code the build loaded"}
     site = core.SiteBuild(root=Path(job.root), docs_dir=Path(job.docs_dir), catalogue_path=Path(job.catalogue_path),
@@ -84,8 +83,7 @@ def compute_page(job: PageJob) -> dict:
         site.compute_page(core.PageSource(job.src_uri, job.path, job.url, job.text), job.share)
     except Exception as exc:  # noqa: BLE001  (the build recomputes the page and reports it properly)
         return {"skipped": f"{type(exc).__name__}: {exc}"}
-    return {"figures_computed": site.timing.figures_computed, "model_seconds": site.timing.model_seconds,
-            "seconds": time.perf_counter() - start, "pid": os.getpid()}
+    return {"figures_computed": site.timing.figures_computed, "model_seconds": site.timing.model_seconds}
 
 
 def run(jobs: list[PageJob], workers: int) -> list[dict]:
