@@ -23,7 +23,6 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from models.catalogue import Catalogue, load_catalogue
 from models.yamlsource import SourceError
