@@ -1,0 +1,330 @@
+"""One server under Poisson traffic (models.serving): latency, goodput and one request's path.
+
+Every figure here draws the same simulated runs, one per arrival rate, scheduler, chunk size and
+cached-prefix share, so the four figures of a page agree with each other and with its prose.
+Prefill-first scheduling has no chunk size: its rows carry chunk 0 and follow only the prefix
+slider (and the rate slider, on the timeline); chunked rows follow every slider.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from models import serving
+
+from ...sources.controls import Resolved, Slider
+from ...theme import BOLD, colour
+from .base import alt, Columns, FigureKind, register, rows_at, slider_filter, slider_params, table_data, TableView
+from .longform import part, stack
+
+# Arrival rates drawn on the x axis, and the rate slider of the timeline: the same grid.
+RATE = Slider("rate", "Arrival rate (requests per second)", 4, 32, 4, 16)
+CHUNK = Slider("chunk", "Chunk size (positions per pass)", 512, 2048, 512, 512)
+PREFIX = Slider("prefix", "Share of each prompt already cached", 0.0, 0.6, 0.3, 0.0)
+LABELS = {"prefill-first": "Prefill first", "chunked": "Chunked prefill"}
+SERIES = {"prefill-first": "series-2", "chunked": "series-1"}
+
+
+def _rates() -> np.ndarray:
+    return RATE.values()
+
+
+def _settings(grid: dict[str, np.ndarray]):
+    """(scheduler, chunk, prefix) for every line a figure draws: prefill-first once per prefix."""
+    for prefix in grid["prefix"]:
+        yield "prefill-first", 0, float(prefix)
+        for chunk in grid["chunk"]:
+            yield "chunked", int(chunk), float(prefix)
+
+
+def _summaries(r: Resolved, scheduler: str, chunk: int, prefix: float) -> list[serving.Summary]:
+    return serving.sweep(scheduler, _rates(), chunk, prefix, r.acc, r.target, r.cards, r.precision)
+
+
+def _capacity(r: Resolved, scheduler: str, chunk: int, prefix: float) -> float:
+    return serving.capacity_of(scheduler, _rates(), chunk, prefix, r.acc, r.target, r.cards, r.precision)
+
+
+def _follow(sliders: dict[str, Slider], both: str = "") -> str:
+    """Vega: the row belongs to the sliders' position; prefill-first rows ignore the chunk slider."""
+    shared = [sliders[n] for n in ("prefix", "rate") if n in sliders]
+    first = f"(datum.sched == '{LABELS['prefill-first']}' && {slider_filter(shared)})"
+    chunked = f"(datum.sched == '{LABELS['chunked']}' && {slider_filter(sliders)})"
+    return f"({both}{first} || {chunked})"
+
+
+def _mine(cols: Columns, sliders: dict[str, Slider], scheduler: str, position: dict[str, float] | None = None) -> np.ndarray:
+    """Python's `_follow`: the rows of one scheduler at a slider position (default: the defaults)."""
+    position = dict(position or {s.name: s.default for s in sliders.values()})
+    if scheduler == "prefill-first":
+        position.pop("chunk", None)
+    return rows_at(cols, sliders, position) & (cols["sched"] == LABELS[scheduler])
+
+
+def _colour() -> alt.Color:
+    return alt.Color("sched:N", title="Scheduler",
+                     scale=alt.Scale(domain=list(LABELS.values()), range=[colour(SERIES[k]) for k in LABELS]),
+                     legend=alt.Legend(orient="bottom", direction="horizontal"))
+
+
+def _rate_axis() -> alt.X:
+    return alt.X("rate:Q", title="Arrival rate (requests per second)",
+                 scale=alt.Scale(domain=[0, RATE.max], nice=False), axis=alt.Axis(values=list(RATE.values())))
+
+
+def _scenario(r: Resolved) -> str:
+    return f"{r.target.name} on {r.cards} × {r.acc.name}"
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:,.0f} ms" if seconds < 10 else f"{seconds:,.0f} s"
+
+
+class _Latency(FigureKind):
+    """Median and p99 of one latency against arrival rate, both schedulers, with the objective."""
+
+    metric: str          # "ttft" or "tpot": the Summary fields <metric>_median and <metric>_p99
+    what: str            # the metric in words
+    objective: float     # seconds
+    reads = ("accelerator", "cards", "target", "weights", "kv")
+    sliders = {"chunk": CHUNK, "prefix": PREFIX}
+    columns = {"what": "row", "sched": "scheduler", "chunk": "chunk size", "prefix": "cached share of each prompt",
+               "rate": "arrival rate (requests/s)", "stat": "statistic", "ms": "milliseconds"}
+
+    def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
+        parts = [part("objective", 1, sched="", chunk=0.0, prefix=0.0, rate=0.0, stat="objective",
+                      ms=self.objective * 1e3)]
+        for sched, chunk, prefix in _settings(grid):
+            runs = _summaries(r, sched, chunk, prefix)
+            for stat in ("median", "p99"):
+                parts.append(part("line", len(runs), sched=LABELS[sched], chunk=float(chunk), prefix=prefix,
+                                  rate=_rates(), stat=stat,
+                                  ms=np.array([getattr(s, f"{self.metric}_{stat}") for s in runs]) * 1e3))
+        return stack(parts, list(self.columns))
+
+    def chart(self, sliders: dict[str, Slider]) -> alt.TopLevelMixin:
+        base = alt.Chart(table_data())
+        y = alt.Y("ms:Q", title=f"{self.what} (ms, log scale)", scale=alt.Scale(type="log"),
+                  axis=alt.Axis(format="~s"))
+        dash = alt.StrokeDash("stat:N", title="Statistic",
+                              scale=alt.Scale(domain=["p99", "median"], range=[[1, 0], [5, 4]]),
+                              legend=alt.Legend(orient="bottom", direction="horizontal", symbolType="stroke",
+                                                symbolStrokeWidth=2.5, symbolSize=400))
+        lines = base.transform_filter(f"datum.what == 'line' && {_follow(sliders)}").mark_line(
+            strokeWidth=2.5, point=alt.OverlayMarkDef(size=30, filled=True)).encode(
+            x=_rate_axis(), y=y, color=_colour(), strokeDash=dash,
+            tooltip=[alt.Tooltip("sched:N", title="scheduler"), alt.Tooltip("stat:N", title="statistic"),
+                     alt.Tooltip("rate:Q", title="requests/s"), alt.Tooltip("ms:Q", title="ms", format=",.0f")])
+        goal = base.transform_filter("datum.what == 'objective'")
+        rule = goal.mark_rule(strokeDash=[2, 3], color=colour("muted")).encode(y="ms:Q")
+        text = goal.transform_calculate(label="'objective for the p99: ' + format(datum.ms, ',.0f') + ' ms'").mark_text(
+            align="left", baseline="bottom", dy=-3, color=colour("muted")).encode(
+            x=alt.datum(0.3), y="ms:Q", text="label:N")
+        return alt.layer(rule, text, lines).add_params(*slider_params(sliders)).properties(height=320)
+
+    def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
+        rows = []
+        picked = {k: _mine(cols, sliders, k) for k in LABELS}
+        for rate in _rates():
+            row = [f"{rate:g}"]
+            for k in LABELS:
+                for stat in ("median", "p99"):
+                    i = picked[k] & (cols["rate"] == rate) & (cols["stat"] == stat)
+                    row.append(f"{cols['ms'][i][0]:,.0f}")
+            rows.append(row)
+        c, p = sliders["chunk"].default, sliders["prefix"].default
+        return TableView(caption=f"{self.what} in ms, {_scenario(r)}, {serving.N_REQUESTS} requests a run; "
+                                 f"chunks of {c:,.0f} positions, {p:.0%} of each prompt cached",
+                         headers=["Requests per second", "Prefill first, median", "Prefill first, p99",
+                                  "Chunked, median", "Chunked, p99"], rows=rows)
+
+    description = ("{what} against arrival rate for {scenario}, median and p99, under prefill-first and chunked "
+                   "scheduling with chunks of {chunk} positions and {prefix} of each prompt cached. At {low} requests "
+                   "per second the p99 is {pf_low} with prefill first and {ch_low} chunked; at {high}, {pf_high} and "
+                   "{ch_high}. The objective for the p99 is {goal}.")
+
+    def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
+        lo, hi = RATE.min, RATE.max
+
+        def p99(k: str, rate: float) -> str:
+            i = _mine(cols, self.sliders, k, position) & (cols["rate"] == rate) & (cols["stat"] == "p99")
+            return _ms(cols["ms"][i][0] / 1e3)
+
+        return {"what": self.what, "scenario": _scenario(r), "chunk": f"{position['chunk']:,.0f}",
+                "prefix": f"{position['prefix']:.0%}", "low": f"{lo:g}", "high": f"{hi:g}",
+                "pf_low": p99("prefill-first", lo), "ch_low": p99("chunked", lo),
+                "pf_high": p99("prefill-first", hi), "ch_high": p99("chunked", hi), "goal": _ms(self.objective)}
+
+
+@register
+class ServeTTFT(_Latency):
+    name = "serve-ttft"
+    title = "Time to first token against arrival rate"
+    metric, what, objective = "ttft", "Time to first token", serving.TTFT_OBJECTIVE
+
+
+@register
+class ServeTPOT(_Latency):
+    name = "serve-tpot"
+    title = "Time per output token against arrival rate"
+    metric, what, objective = "tpot", "Time per output token", serving.TPOT_OBJECTIVE
+
+
+@register
+class ServeGoodput(FigureKind):
+    name = "serve-goodput"
+    title = "Goodput and capacity against arrival rate"
+    reads = ("accelerator", "cards", "target", "weights", "kv")
+    sliders = {"chunk": CHUNK, "prefix": PREFIX}
+    columns = {"what": "row", "sched": "scheduler", "chunk": "chunk size", "prefix": "cached share of each prompt",
+               "rate": "arrival rate (requests/s)", "rps": "requests/s meeting the objective"}
+
+    def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
+        parts = [part("offered", 2, sched="", chunk=0.0, prefix=0.0, rate=np.array([0.0, RATE.max]),
+                      rps=np.array([0.0, RATE.max]))]
+        for sched, chunk, prefix in _settings(grid):
+            runs = _summaries(r, sched, chunk, prefix)
+            pos = dict(sched=LABELS[sched], chunk=float(chunk), prefix=prefix)
+            parts.append(part("goodput", len(runs), **pos, rate=_rates(), rps=[s.goodput for s in runs]))
+            cap = _capacity(r, sched, chunk, prefix)
+            parts.append(part("capacity", 1, **pos, rate=cap, rps=cap))
+        return stack(parts, list(self.columns))
+
+    def chart(self, sliders: dict[str, Slider]) -> alt.TopLevelMixin:
+        base = alt.Chart(table_data())
+        x = _rate_axis()
+        y = alt.Y("rps:Q", title="Goodput (requests per second)", scale=alt.Scale(domain=[0, RATE.max], nice=False))
+        offered = base.transform_filter("datum.what == 'offered'").mark_line(
+            strokeDash=[2, 3], color=colour("muted")).encode(x=x, y=y)
+        # The label sits just above the diagonal, ending four fifths of the way along it.
+        offered_text = base.transform_filter("datum.what == 'offered' && datum.rate > 0").transform_calculate(
+            at=f"0.8 * datum.rate", label="'every request on time'").mark_text(
+            align="right", baseline="bottom", dx=-6, color=colour("muted")).encode(
+            x=alt.X("at:Q"), y=alt.Y("at:Q"), text="label:N")
+        lines = base.transform_filter(f"datum.what == 'goodput' && {_follow(sliders)}").mark_line(
+            strokeWidth=2.5, point=alt.OverlayMarkDef(size=30, filled=True)).encode(
+            x=x, y=y, color=_colour(),
+            tooltip=[alt.Tooltip("sched:N", title="scheduler"), alt.Tooltip("rate:Q", title="arrivals/s"),
+                     alt.Tooltip("rps:Q", title="on time/s", format=".1f")])
+        caps = base.transform_filter(f"datum.what == 'capacity' && {_follow(sliders)}")
+        rules = caps.mark_rule(strokeDash=[5, 3], strokeWidth=1.5).encode(x=x, color=_colour())
+        label = caps.transform_calculate(
+            text=f"(datum.rate >= {RATE.max} ? 'capacity above ' : 'capacity ') + format(datum.rate, '.1f') + '/s'",
+            row=f"datum.sched == '{LABELS['prefill-first']}' ? 6 : 22").mark_text(
+            align="right", dx=-4, baseline="top", fontWeight=BOLD).encode(
+            x=x, y=alt.Y("row:Q", scale=None), text="text:N", color=_colour())
+        return (alt.layer(offered, offered_text, lines, rules, label).add_params(*slider_params(sliders))
+                .properties(height=320))
+
+    def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
+        picked = {k: _mine(cols, sliders, k) for k in LABELS}
+        rows = []
+        for rate in _rates():
+            rows.append([f"{rate:g}"] + [f"{cols['rps'][picked[k] & (cols['what'] == 'goodput') & (cols['rate'] == rate)][0]:.1f}"
+                                         for k in LABELS])
+        rows.append(["Capacity"] + [_capacity_text(cols["rate"][picked[k] & (cols["what"] == "capacity")][0])
+                                    for k in LABELS])
+        c, p = sliders["chunk"].default, sliders["prefix"].default
+        return TableView(caption=f"Requests per second that meet the objective, {_scenario(r)}; chunks of {c:,.0f} "
+                                 f"positions, {p:.0%} of each prompt cached",
+                         headers=["Arrivals per second", "Prefill first", "Chunked prefill"], rows=rows)
+
+    description = ("Goodput against arrival rate for {scenario}, with chunks of {chunk} positions and {prefix} of each "
+                   "prompt cached: the requests per second whose first token comes within {ttft} and whose later "
+                   "tokens come every {tpot} or faster. Capacity, where the p99s reach the objective, is {pf} with "
+                   "prefill first and {ch} with chunked prefill.")
+
+    def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
+        def cap(k: str) -> str:
+            return _capacity_text(cols["rate"][_mine(cols, self.sliders, k, position) & (cols["what"] == "capacity")][0])
+
+        return {"scenario": _scenario(r), "chunk": f"{position['chunk']:,.0f}", "prefix": f"{position['prefix']:.0%}",
+                "ttft": _ms(serving.TTFT_OBJECTIVE), "tpot": _ms(serving.TPOT_OBJECTIVE),
+                "pf": cap("prefill-first"), "ch": cap("chunked")}
+
+
+def _capacity_text(rate: float) -> str:
+    if rate <= 0:
+        return f"below {RATE.min:g} requests per second"
+    if rate >= RATE.max:
+        return f"above {RATE.max:g} requests per second"
+    return f"{rate:.1f} requests per second"
+
+
+PHASES = {"queue": "Waiting in the queue", "prefill": "Prefill", "decode": "Decode", "stall": "Paused for other prompts"}
+
+
+@register
+class ServeTimeline(FigureKind):
+    name = "serve-timeline"
+    title = "One request's path through the server"
+    reads = ("accelerator", "cards", "target", "weights", "kv")
+    sliders = {"rate": RATE, "chunk": CHUNK, "prefix": PREFIX}
+    columns = {"what": "row", "sched": "scheduler", "rate": "arrival rate (requests/s)", "chunk": "chunk size",
+               "prefix": "cached share of each prompt", "phase": "phase", "t0": "from (s after arrival)",
+               "t1": "to (s after arrival)"}
+
+    def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
+        parts = []
+        for rate in grid["rate"]:
+            for sched, chunk, prefix in _settings(grid):
+                run = serving.simulate(sched, float(rate), chunk, prefix, r.acc, r.target, r.cards, r.precision)
+                t0 = run.trace[0][1]
+                pieces = [p for p in run.trace if p[2] > p[1] or p[0] == "queue"]
+                parts.append(part("phase", len(pieces), sched=LABELS[sched], rate=float(rate), chunk=float(chunk),
+                                  prefix=prefix, phase=[PHASES[p[0]] for p in pieces],
+                                  t0=[p[1] - t0 for p in pieces], t1=[p[2] - t0 for p in pieces]))
+        return stack(parts, list(self.columns))
+
+    def chart(self, sliders: dict[str, Slider]) -> alt.TopLevelMixin:
+        base = alt.Chart(table_data()).transform_filter(_follow(sliders))
+        x = alt.X("t0:Q", title="Seconds after the request arrives", scale=alt.Scale(zero=True, nice=False))
+        y = alt.Y("sched:N", title=None, scale=alt.Scale(domain=list(LABELS.values())),
+                  axis=alt.Axis(labelFontWeight=BOLD, labelAngle=-90, labelAlign="center", labelBaseline="bottom",
+                                labelPadding=4, ticks=False, domain=False))
+        color = alt.Color("phase:N", title="Phase", scale=alt.Scale(
+            domain=list(PHASES.values()), range=[colour("series-8"), colour("series-2"), colour("series-1"),
+                                                 colour("series-7")]),
+            legend=alt.Legend(orient="bottom", direction="horizontal", columns=2))
+        tooltip = [alt.Tooltip("phase:N", title="phase"), alt.Tooltip("t0:Q", title="from (s)", format=".3f"),
+                   alt.Tooltip("t1:Q", title="to (s)", format=".3f")]
+        bars = base.transform_filter(f"datum.phase != '{PHASES['stall']}'").mark_bar(height={"band": 0.55}).encode(
+            x=x, x2="t1:Q", y=y, color=color, tooltip=tooltip)
+        stalls = base.transform_filter(f"datum.phase == '{PHASES['stall']}'").mark_bar(
+            height={"band": 0.3}).encode(x=x, x2="t1:Q", y=y, color=color, tooltip=tooltip)
+        return alt.layer(bars, stalls).add_params(*slider_params(sliders)).properties(height=200)
+
+    def _phases(self, cols: Columns, mine: np.ndarray) -> dict[str, float]:
+        def total(phase: str) -> float:
+            i = mine & (cols["phase"] == PHASES[phase])
+            return float((cols["t1"][i] - cols["t0"][i]).sum())
+
+        ends = cols["t1"][mine]
+        decode = mine & (cols["phase"] == PHASES["decode"])
+        first = float(cols["t0"][decode][0]) if decode.any() else float(ends.max())
+        return {"queue": total("queue"), "first": first, "stall": total("stall"), "done": float(ends.max())}
+
+    def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
+        rows = []
+        for k, label in LABELS.items():
+            p = self._phases(cols, _mine(cols, sliders, k))
+            rows.append([label, _ms(p["queue"]), _ms(p["first"]), _ms(p["stall"]), f"{p['done']:.2f} s"])
+        stream = serving.traffic()
+        i = stream.traced
+        return TableView(caption=f"Request {i + 1} of {stream.n} ({stream.prompt[i]:,} prompt tokens, "
+                                 f"{stream.output[i]:,} output tokens) at {sliders['rate'].default:g} requests per "
+                                 f"second, {_scenario(r)}",
+                         headers=["Scheduler", "Queued", "First token", "Paused in decode", "Done"], rows=rows)
+
+    description = ("One request of {prompt} prompt tokens and {output} output tokens, arriving at {rate} requests per "
+                   "second on {scenario}. With prefill first it waits {pf_queue}, has its first token at {pf_first}, "
+                   "is paused for {pf_stall} by other requests' prefills, and is done at {pf_done}. With chunked "
+                   "prefill in chunks of {chunk}: first token at {ch_first}, done at {ch_done}.")
+
+    def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
+        stream = serving.traffic()
+        pf = self._phases(cols, _mine(cols, self.sliders, "prefill-first", position))
+        ch = self._phases(cols, _mine(cols, self.sliders, "chunked", position))
+        return {"prompt": f"{stream.prompt[stream.traced]:,}", "output": f"{stream.output[stream.traced]:,}",
+                "rate": f"{position['rate']:g}", "scenario": _scenario(r), "chunk": f"{position['chunk']:,.0f}",
+                "pf_queue": _ms(pf["queue"]), "pf_first": _ms(pf["first"]), "pf_stall": _ms(pf["stall"]),
+                "pf_done": f"{pf['done']:.2f} s", "ch_first": _ms(ch["first"]), "ch_done": f"{ch['done']:.2f} s"}

@@ -1,0 +1,101 @@
+"""One server under Poisson traffic (models.serving): latencies, goodput, capacity, the workload.
+
+Scheduler names are "prefill-first" and "chunked"; `chunk` is ignored for prefill-first. Rates
+are requests per second and latencies seconds. Arguments broadcast, like every term's.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from models import serving
+
+from ...sources.controls import Resolved
+from ..figures.serving import RATE
+from .registry import Topic
+
+topic = Topic("serving")
+
+
+def _each(fn, *args) -> np.ndarray | float:
+    """`fn` at every combination of broadcast arguments (the simulation takes one setting a call)."""
+    arrays = np.broadcast_arrays(*(np.asarray(a) for a in args))
+    out = np.empty(arrays[0].shape)
+    for idx in np.ndindex(out.shape):
+        out[idx] = fn(*(a[idx].item() for a in arrays))
+    return out if out.ndim else float(out)
+
+
+def _stat(scenario: Resolved, field: str, scheduler, rate, chunk, prefix):
+    return _each(lambda s, r, c, p: getattr(serving.summary(s, r, c, p, scenario.acc, scenario.target, scenario.cards,
+                                                             scenario.precision), field),
+                 scheduler, rate, chunk, prefix)
+
+
+@topic.term(depends=("scenario",))
+def serve_ttft(scenario: Resolved, scheduler, rate, chunk=512, prefix=0.0, stat="p99"):
+    """Time to first token at `rate`: its "median" or "p99" over the run's requests."""
+    return _stat(scenario, f"ttft_{stat}", scheduler, rate, chunk, prefix)
+
+
+@topic.term(depends=("scenario",))
+def serve_tpot(scenario: Resolved, scheduler, rate, chunk=512, prefix=0.0, stat="p99"):
+    """Time per output token after the first at `rate`, "median" or "p99"."""
+    return _stat(scenario, f"tpot_{stat}", scheduler, rate, chunk, prefix)
+
+
+@topic.term(depends=("scenario",))
+def serve_goodput(scenario: Resolved, scheduler, rate, chunk=512, prefix=0.0):
+    """Requests per second that meet both latency objectives at `rate`."""
+    return _stat(scenario, "goodput", scheduler, rate, chunk, prefix)
+
+
+@topic.term(depends=("scenario",))
+def serve_capacity(scenario: Resolved, scheduler, chunk=512, prefix=0.0):
+    """The highest arrival rate on the page's grid of rates at which both p99s meet the objective."""
+    return _each(lambda s, c, p: serving.capacity_of(s, RATE.values(), c, p, scenario.acc, scenario.target,
+                                                     scenario.cards, scenario.precision), scheduler, chunk, prefix)
+
+
+@topic.term(depends=("scenario",))
+def serve_error(scenario: Resolved, scheduler, rate, chunk=512, prefix=0.0, field="ttft_p99"):
+    """Relative standard deviation of a run's `field` (a models.serving.Summary field) between
+    draws of the traffic: the statistical error of one run."""
+    return _each(lambda s, r, c, p, f: serving.seed_spread(s, r, c, p, scenario.acc, scenario.target, scenario.cards,
+                                                           scenario.precision, f),
+                 scheduler, rate, chunk, prefix, field)
+
+
+@topic.term(depends=("scenario",))
+def serve_cache_tokens(scenario: Resolved):
+    """Tokens of KV cache that fit beside the target's weights."""
+    return float(serving.cache_tokens(scenario.acc, scenario.target, scenario.cards, scenario.precision))
+
+
+@topic.term(depends=())
+def serve_requests() -> int:
+    """Requests in every simulated run."""
+    return serving.N_REQUESTS
+
+
+@topic.term(depends=())
+def serve_seeds() -> int:
+    """Draws of the traffic behind `serve_error`."""
+    return len(serving.ERROR_SEEDS)
+
+
+@topic.term(depends=())
+def serve_lengths(which="prompt", stat="mean"):
+    """The workload's prompt or output lengths in tokens: their "mean", "median", "min" or "max"."""
+    stream = serving.traffic()
+    values = stream.prompt if which == "prompt" else stream.output
+    return float(getattr(np, stat)(values))
+
+
+@topic.term(depends=())
+def serve_limit(which):
+    """The server's and the page's fixed settings: "running" (most requests at once),
+    "prefill_tokens" (a prefill-first pass's prompt tokens), "ttft" and "tpot" (the objective, s),
+    "rate_max" (the highest simulated arrival rate)."""
+    return {"running": serving.MAX_RUNNING, "prefill_tokens": serving.PREFILL_TOKENS,
+            "ttft": serving.TTFT_OBJECTIVE, "tpot": serving.TPOT_OBJECTIVE, "rate_max": RATE.max,
+            "rate_min": RATE.min}[which]

@@ -1,0 +1,231 @@
+"""The serving simulation (models.serving): its pass prices, its bookkeeping, and its M/D/1 limit."""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from models import roofline, serving
+from models.catalogue import load_catalogue
+from models.precision import Precision
+
+pytestmark = pytest.mark.unit
+
+CAT = load_catalogue()
+H100, H200 = CAT.accelerator("h100-sxm"), CAT.accelerator("h200")
+L70, L8 = CAT.model("llama-3-70b"), CAT.model("llama-3-8b")
+BF16, FP8 = Precision.of("bf16", "bf16"), Precision.of("fp8", "fp8")
+SETUPS = [(H100, L70, 4, BF16), (H200, L8, 1, BF16), (H100, L70, 8, FP8)]
+
+
+@pytest.mark.parametrize("acc,model,cards,precision", SETUPS)
+def test_pass_cost_is_pass_time(acc, model, cards, precision):
+    """The seven coefficients reproduce roofline.pass_time for mixed passes, reads- and arithmetic-bound."""
+    rng = np.random.default_rng(1)
+    tokens = rng.integers(1, 4096, 200).astype(float)
+    cached = rng.integers(0, 500_000, 200).astype(float)
+    attended = cached * rng.uniform(0.5, 2.0, 200)
+    cost = serving.PassCost.of(acc, model, cards, precision)
+    mine = np.array([cost.seconds(*x) for x in zip(tokens, cached, attended)])
+    theirs = roofline.pass_time(acc, model, cards, tokens, cached, attended, precision).seconds
+    # Coefficients read off as differences carry rounding of about 1e-12 of the step; any error in
+    # the formula would be many orders larger.
+    assert np.allclose(mine, theirs, rtol=1e-9, atol=0)
+    bound = roofline.pass_time(acc, model, cards, tokens, cached, attended, precision).compute_bound
+    assert bound.any() and (~bound).any()  # both branches of the max were exercised
+
+
+def test_step_time_is_pass_time_for_uniform_requests():
+    st = roofline.step_time(H100, L70, 4, 8.0, context=1000.0, requests=2.0)
+    pt = roofline.pass_time(H100, L70, 4, 8.0, cached=2000.0, attended=8000.0)
+    assert st == pt
+
+
+@pytest.mark.parametrize("n,cached,steps", [(1, 500, 1), (3, 2000, 40), (64, 60_000, 300), (250, 10, 700),
+                                            (180, 1_200_000, 50)])
+def test_decode_stretch_is_the_sum_of_its_steps(n, cached, steps):
+    """decode_steps in closed form equals pricing each step, including stretches where the reads
+    overtake the arithmetic partway (the last two cases cross)."""
+    for acc, model, cards, precision in SETUPS:
+        cost = serving.PassCost.of(acc, model, cards, precision)
+        each = sum(cost.seconds(n, cached + n * k, cached + n * k) for k in range(steps))
+        assert math.isclose(cost.decode_steps(n, cached, steps), each, rel_tol=1e-11)
+
+
+def test_a_stretch_that_crosses_the_ridge_is_priced_on_both_sides():
+    cost = serving.PassCost.of(H100, L70, 4, BF16)
+    n, cached = 400, 0
+    first = cost.m0 + cost.m_tok * n > cost.c_tok * n  # reads win at first ...
+    later = cost.m0 + cost.m_tok * n + cost.m_kv * n * 3000 > cost.c_tok * n + cost.c_att * n * 3000
+    assert first != later  # ... and the cache's growth flips the side within 3000 steps: this case crosses
+    each = sum(cost.seconds(n, n * k, n * k) for k in range(3000))
+    assert math.isclose(cost.decode_steps(n, cached, 3000), each, rel_tol=1e-11)
+
+
+def test_steps_until_is_the_fewest_steps():
+    cost = serving.PassCost.of(H100, L70, 4, BF16)
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        n, cached, most = int(rng.integers(1, 300)), float(rng.integers(0, 400_000)), int(rng.integers(1, 2000))
+        seconds = float(rng.uniform(0.001, 1.2)) * cost.decode_steps(n, cached, most)
+        k = cost.steps_until(n, cached, seconds, most)
+        assert cost.decode_steps(n, cached, k) >= seconds or k == most
+        assert k == 1 or cost.decode_steps(n, cached, k - 1) < seconds
+
+
+# ---- bookkeeping -------------------------------------------------------------------------------
+
+COST = serving.PassCost.of(H100, L70, 4, BF16)
+STREAM = serving.traffic()
+
+
+def _overcommit(run: serving.Run, stream: serving.Traffic, capacity: int) -> int:
+    """The most KV tokens promised at once beyond `capacity` (0 if never), rebuilt from the run's
+    admission and finish times: a request holds prompt + output from admission to its last token."""
+    need = stream.prompt + stream.output
+    worst = 0
+    for t in np.unique(run.admitted):
+        held = need[(run.admitted <= t) & (run.finish > t)].sum()
+        worst = max(worst, int(held) - capacity)
+    return worst
+
+
+@pytest.mark.parametrize("scheduler", serving.SCHEDULERS)
+def test_memory_binds_and_is_never_overcommitted(scheduler):
+    """With room for about six requests' cache, admission waits for memory; at no moment do the
+    running requests hold more than fits. Negative control: the same check, told half the room,
+    finds the overcommitment, so it can fail."""
+    room = int(6 * (STREAM.prompt + STREAM.output).mean())
+    run = serving.run(STREAM, 16.0, scheduler, COST, room, 512, 0.0)
+    assert _overcommit(run, STREAM, room) == 0
+    assert _overcommit(run, STREAM, room // 2) > 0
+    roomy = serving.run(STREAM, 16.0, scheduler, COST, serving.cache_tokens(H100, L70, 4, BF16), 512, 0.0)
+    assert np.median(run.ttft) > 2 * np.median(roomy.ttft)  # the memory cap is what made requests wait
+
+
+@pytest.mark.parametrize("scheduler", serving.SCHEDULERS)
+@pytest.mark.parametrize("prefix", [0.0, 0.6])
+def test_every_position_is_computed_once(scheduler, prefix):
+    """Positions priced = prompt tokens outside the prefix cache + one per token after the first:
+    nothing counted twice, nothing left out; the first request finds the cache empty."""
+    run = serving.run(STREAM, 12.0, scheduler, COST, 10**7, 1024, prefix)
+    cached = np.concatenate([[0], (prefix * STREAM.prompt[1:]).astype(int)])
+    assert run.positions == int((STREAM.prompt - cached).sum() + (STREAM.output - 1).sum())
+
+
+@pytest.mark.parametrize("scheduler", serving.SCHEDULERS)
+def test_times_are_causal_and_no_faster_than_the_floor(scheduler):
+    run = serving.run(STREAM, 20.0, scheduler, COST, 10**7, 512, 0.3)
+    assert (run.admitted >= run.arrival).all() and (run.first > run.admitted).all()
+    assert (run.finish >= run.first).all()
+    # No later token comes faster than a decode step of one request at the shortest context.
+    assert run.tpot.min() >= COST.seconds(1, STREAM.prompt.min(), STREAM.prompt.min()) * (1 - 1e-12)
+
+
+def test_the_trace_is_the_traced_requests_own_path():
+    run = serving.run(STREAM, 16.0, "prefill-first", COST, 10**7, 512, 0.0)
+    i = STREAM.traced
+    kinds = [k for k, _, _ in run.trace]
+    assert kinds[0] == "queue" and kinds[-1] == "decode" and "prefill" in kinds
+    assert run.trace[0][1] == run.arrival[i] and run.trace[-1][2] == run.finish[i]
+    stalls = [(a, b) for k, a, b in run.trace if k == "stall"]
+    assert stalls and all(run.first[i] <= a < b <= run.finish[i] for a, b in stalls)
+
+
+# ---- the M/D/1 limit ---------------------------------------------------------------------------
+
+def _md1(rho: float, cost: serving.PassCost, n: int = 250_000, prompt: int = 1024, batches: int = 20):
+    """Mean wait of the simulation in its M/D/1 limit, the closed form, and the tolerance.
+
+    One-token answers (a request is only its prefill), every prompt `prompt` tokens, one prompt
+    a pass, no memory limit: the server is one queue with Poisson arrivals and a fixed service
+    time D, the prefill pass priced by the true cost. Pollaczek-Khinchine gives the mean wait in
+    the queue, rho D / (2 (1 - rho)).
+
+    Tolerance: waits of neighbouring requests are correlated, so the standard error of their mean
+    comes from batch means: after dropping the first 5% of requests (the queue starts empty), the
+    rest are cut into `batches` consecutive batches of about 12,000 requests. The queue forgets its
+    past over a relaxation time of the order of (1 - sqrt(rho))^-2 services, as an M/M/1 queue
+    does: about 90 at rho = 0.8. Batches over a hundred times longer have close to independent
+    means. The tolerance is the two-sided 99.99% quantile of Student's
+    t with batches - 1 = 19 degrees of freedom, 4.88, times that standard error. A correct
+    simulation then fails one run in 10,000.
+    """
+    d = serving.PassCost.of(H100, L70, 4, BF16).seconds(prompt, 0, prompt * prompt / 2.0)
+    rng = np.random.default_rng(1234)
+    stream = serving.Traffic(np.cumsum(rng.exponential(1.0, n)), np.full(n, prompt), np.ones(n, dtype=int))
+    run = serving.run(stream, rho / d, "prefill-first", cost, 10**9, prefill_tokens=prompt)
+    wait = (run.admitted - run.arrival)[n // 20:]
+    means = np.array([b.mean() for b in np.array_split(wait, batches)])
+    tol = 4.88 * means.std(ddof=1) / math.sqrt(batches)
+    return wait.mean(), rho * d / (2 * (1 - rho)), tol, d
+
+
+@pytest.mark.parametrize("rho", [0.5, 0.8])
+def test_md1_mean_wait(rho):
+    mean, expected, tol, d = _md1(rho, COST)
+    assert tol < 0.1 * expected, "the run is too short for the tolerance to mean anything"
+    assert abs(mean - expected) <= tol, (mean, expected, tol)
+    # The service really is D: the pass that prefills one prompt.
+    run = serving.run(serving.Traffic(np.array([1.0]), np.array([1024]), np.array([1])), 1.0, "prefill-first",
+                      COST, 10**9, prefill_tokens=1024)
+    assert math.isclose(run.first[0] - run.admitted[0], d)
+
+
+def test_md1_check_catches_a_server_three_percent_slow():
+    """Negative control: price every pass 3% dearer than the D the closed form is given. At
+    rho = 0.8 that is rho = 0.824 in truth, and a mean wait 17% longer; the check must fail."""
+    slow = dataclasses.replace(COST, **{f.name: getattr(COST, f.name) * 1.03 for f in dataclasses.fields(COST)})
+    mean, expected, tol, _ = _md1(0.8, slow)
+    assert abs(mean - expected) > tol
+
+
+# ---- what the papers report, in direction ------------------------------------------------------
+
+def _summary(scheduler, rate, chunk=512, prefix=0.0):
+    return serving.summary(scheduler, rate, chunk, prefix, H100, L70, 4, BF16)
+
+
+def test_chunked_prefill_trades_a_little_first_token_for_a_much_shorter_tail():
+    """Sarathi-Serve's claim, in direction: prompts in chunks stop stalling decodes, so the p99
+    time per output token drops under load, at a small cost to the first token at light load."""
+    assert _summary("chunked", 16).tpot_p99 < 0.5 * _summary("prefill-first", 16).tpot_p99
+    assert _summary("chunked", 4).ttft_median > _summary("prefill-first", 4).ttft_median
+    assert _summary("chunked", 4).ttft_median < 1.3 * _summary("prefill-first", 4).ttft_median
+    rates = np.arange(4.0, 33.0, 4.0)
+    assert (serving.capacity_of("chunked", rates, 512, 0.0, H100, L70, 4, BF16)
+            > serving.capacity_of("prefill-first", rates, 512, 0.0, H100, L70, 4, BF16))
+
+
+@pytest.mark.parametrize("scheduler", serving.SCHEDULERS)
+def test_a_cached_prefix_shortens_the_first_token(scheduler):
+    """RadixAttention and automatic prefix caching skip the cached part's prefill: the first token
+    comes sooner the larger the cached share, at every load."""
+    for rate in (4.0, 16.0):
+        ttft = [_summary(scheduler, rate, 512, p).ttft_median for p in (0.0, 0.3, 0.6)]
+        assert ttft[0] > ttft[1] > ttft[2]
+
+
+def test_latency_grows_with_load():
+    for scheduler in serving.SCHEDULERS:
+        p99 = [_summary(scheduler, r).ttft_p99 for r in (4.0, 12.0, 20.0, 28.0)]
+        assert p99 == sorted(p99)
+
+
+def test_goodput_never_exceeds_the_arrival_rate():
+    for scheduler in serving.SCHEDULERS:
+        for rate in (4.0, 16.0, 32.0):
+            s = _summary(scheduler, rate)
+            assert 0 <= s.goodput <= rate
+
+
+def test_capacity_reads_between_rates():
+    rates = [4, 8, 12]
+    # TTFT p99 crosses 1 s a quarter of the way from 8 to 12; TPOT never binds.
+    assert math.isclose(serving.capacity(rates, [0.2, 0.9, 1.3], [0.01] * 3), 9.0)
+    # Both cross; the earlier crossing wins (TPOT's, halfway from 4 to 8).
+    assert math.isclose(serving.capacity(rates, [0.2, 0.9, 1.3], [0.04, 0.06, 0.08]), 6.0)
+    assert serving.capacity(rates, [2.0, 3.0, 4.0], [0.01] * 3) == 0.0
+    assert serving.capacity(rates, [0.1, 0.2, 0.3], [0.01] * 3) == 12.0
