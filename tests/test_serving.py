@@ -73,6 +73,10 @@ def test_steps_until_is_the_fewest_steps():
         k = cost.steps_until(n, cached, seconds, most)
         assert cost.decode_steps(n, cached, k) >= seconds or k == most
         assert k == 1 or cost.decode_steps(n, cached, k - 1) < seconds
+        # The one-call form the simulation uses gives the same count and its time.
+        k2, spent = cost.stretch(n, cached, most, seconds)
+        assert k2 == k and math.isclose(spent, cost.decode_steps(n, cached, k), rel_tol=1e-11)
+    assert cost.stretch(5, 1000, 40) == (40, pytest.approx(cost.decode_steps(5, 1000, 40), rel=1e-11))
 
 
 # ---- bookkeeping -------------------------------------------------------------------------------

@@ -21,7 +21,6 @@ RATE = Slider("rate", "Arrival rate (requests per second)", 4, 32, 4, 16)
 CHUNK = Slider("chunk", "Chunk size (positions per pass)", 512, 2048, 512, 512)
 PREFIX = Slider("prefix", "Share of each prompt already cached", 0.0, 0.6, 0.3, 0.0)
 LABELS = {"prefill-first": "Prefill first", "chunked": "Chunked prefill"}
-SERIES = {"prefill-first": "series-2", "chunked": "series-1"}
 
 
 def _rates() -> np.ndarray:
@@ -62,7 +61,7 @@ def _mine(cols: Columns, sliders: dict[str, Slider], scheduler: str, position: d
 
 def _colour() -> alt.Color:
     return alt.Color("sched:N", title="Scheduler",
-                     scale=alt.Scale(domain=list(LABELS.values()), range=[colour(SERIES[k]) for k in LABELS]),
+                     scale=alt.Scale(domain=list(LABELS.values()), range=[colour("series-2"), colour("series-1")]),
                      legend=alt.Legend(orient="bottom", direction="horizontal"))
 
 
