@@ -16,6 +16,11 @@ Targets (from the issues):
            each copy's captions made its own so nothing is shared through the cache): time and
            peak RSS (all the build's processes together) of a cold build at each size; the
            marginal cost per figure <= 150 ms, time growing linearly or better, peak RSS < 1 GB.
+  pages    (issues 16, 17) what one page adds to a cold build of the whole site, as whole
+           processes with the default workers: the median, over 3 pairs of builds, of the
+           build with the page less the build without it (the page, its nav entry and the
+           Read next entries pointing at it removed) <= 3 s; its default-state data <= 100 KB
+           gzip (the page table above).
   readers  (issue 11, "Speed for readers")
            slider input to redrawn marks, on every page with figures: median < 16 ms and
            p95 < 25 ms over 60 moves;
@@ -506,6 +511,33 @@ def print_scale(rows: list[dict]) -> None:
           f"{hi * 1000:.0f} ms   linear or better (later <= 1.1 x earlier) {verdict(hi <= 1.1 * lo)}")
 
 
+def without_page(root: Path, page: str) -> Path:
+    """A copy of the site at `root` without explainer `page` (a stem such as "serving"): its file,
+    its nav entry and the Read next entries of other pages that point at it. Returns its config."""
+    docs = root / "docs"
+    shutil.copytree(REPO / "docs", docs)
+    (docs / "explainers" / f"{page}.md").unlink()
+    for other in (docs / "explainers").glob("*.md"):
+        other.write_text(re.sub(rf"  - page: explainers/{re.escape(page)}\.md\n    why: .*\n", "", other.read_text()))
+    config = root / "mkdocs.yml"
+    config.write_text((REPO / "mkdocs.yml").read_text().replace(f"      - explainers/{page}.md\n", ""))
+    return config
+
+
+def page_cost(work: Path, page: str, pairs: int = 3) -> float:
+    """Median extra seconds of a cold whole-process build with explainer `page` over one without it."""
+    with_root, without_root = work / f"with-{page}", work / f"without-{page}"
+    shutil.copytree(REPO / "docs", with_root / "docs")
+    shutil.copy(REPO / "mkdocs.yml", with_root / "mkdocs.yml")
+    configs = {"with": with_root / "mkdocs.yml", "without": without_page(without_root, page)}
+    extra = []
+    for i in range(pairs):  # interleaved, so a slow spell of the machine hits both sides
+        times = {k: process_build(with_plugin_options(c, c.parent / f"mkdocs-cold{i}.yml", cache_dir=f".cache-{i}"),
+                                  c.parent / f"site{i}")[0] for k, c in configs.items()}
+        extra.append(times["with"] - times["without"])
+    return statistics.median(extra)
+
+
 def one_build(config: str, site_dir: str, cache_dir: str, enabled: str) -> None:
     import explainer_gen.plugin  # noqa: F401  (imports outside the timing)
 
@@ -594,6 +626,9 @@ def main() -> None:
                   f"{row['other_scenarios_gz']:15,d} {row['css_gz_all']:8,d}{flag}")
         bundle = next((work / "cold0/assets/explainer").glob("vega-*.js"))
         print(f"\nvega bundle {gz(bundle):,d} bytes gzip, one URL for every figure page: {bundle.name}")
+        serving = page_cost(work, "serving")
+        print(f"\nthe serving page adds {serving:.2f} s to a cold build (median of 3 pairs)   target <= 3 s "
+              f"{verdict(serving <= 3)}")
         if not args.no_scale:
             print_scale(scale_rows(work))
         if not args.no_browser:

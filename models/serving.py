@@ -205,13 +205,15 @@ class Run:
     """One simulated run. Times in seconds; one entry per request, in arrival order."""
 
     arrival: np.ndarray
-    admitted: np.ndarray      # start of the first pass that worked on its prompt
+    admitted: np.ndarray      # start of the first pass that worked on its prompt, when its cache is reserved
     first: np.ndarray         # its first token: the end of the pass that finished its prompt
     finish: np.ndarray        # its last token
     output: np.ndarray
     trace: tuple[tuple[str, float, float], ...]  # the traced request: ("queue" | "prefill" | "decode" | "stall", start, end)
     passes: int
     positions: int            # positions computed over all passes: prompt tokens not cached, then one per decode
+    peak_reserved: int        # the most KV tokens promised at once
+    peak_running: int         # the most requests admitted at once
 
     @property
     def ttft(self) -> np.ndarray:
@@ -273,6 +275,7 @@ def run(stream: Traffic, rate: float, scheduler: str, cost: PassCost, capacity: 
     done = 0
     passes = 0
     positions = 0
+    peak_reserved = peak_running = 0
 
     def start_decoding(i: int) -> None:
         nonlocal cached, running, reserved, done
@@ -308,12 +311,6 @@ def run(stream: Traffic, rate: float, scheduler: str, cost: PassCost, capacity: 
         if not (waiting or filling or decoding):
             t = arrive[nxt]
             continue
-        if scheduler == "chunked":
-            while waiting and admissible():
-                i = waiting.popleft()
-                filling.append([i, cached0[i]])
-                running += 1
-                reserved += prompt[i] + output[i]
         if scheduler == "prefill-first" and waiting and admissible():
             batch: list[int] = []
             work = 0
@@ -324,6 +321,7 @@ def run(stream: Traffic, rate: float, scheduler: str, cost: PassCost, capacity: 
                 running += 1
                 reserved += prompt[i] + output[i]
                 admitted[i] = t
+            peak_reserved, peak_running = max(peak_reserved, reserved), max(peak_running, running)
             read = sum(cached0[i] for i in batch)
             attended = sum((prompt[i] - cached0[i]) * (cached0[i] + (prompt[i] - cached0[i]) / 2.0) for i in batch)
             start = t
@@ -337,13 +335,24 @@ def run(stream: Traffic, rate: float, scheduler: str, cost: PassCost, capacity: 
             for i in batch:
                 start_decoding(i)
             continue
-        if filling and len(decoding) < chunk:
+        if scheduler == "chunked" and (filling or (waiting and admissible())) and len(decoding) < chunk:
+            # Admission happens here, as a request gets its first piece: its cache is reserved
+            # when the server starts writing it, and not before.
             budget = chunk - len(decoding)
             tokens, read, attended = len(decoding), cached, float(cached)
             pieces = []
-            for entry in filling:
-                if budget == 0:
-                    break
+            k = 0
+            while budget > 0:
+                if k == len(filling):
+                    if not (waiting and admissible()):
+                        break
+                    i = waiting.popleft()
+                    filling.append([i, cached0[i]])
+                    running += 1
+                    reserved += prompt[i] + output[i]
+                    admitted[i] = t
+                entry = filling[k]
+                k += 1
                 i, have = entry
                 take = min(budget, prompt[i] - have)
                 pieces.append((entry, take))
@@ -351,6 +360,7 @@ def run(stream: Traffic, rate: float, scheduler: str, cost: PassCost, capacity: 
                 read += have
                 attended += take * (have + take / 2.0)
                 budget -= take
+            peak_reserved, peak_running = max(peak_reserved, reserved), max(peak_running, running)
             start = t
             t += cost.seconds(tokens, read, attended)
             passes += 1
@@ -361,8 +371,6 @@ def run(stream: Traffic, rate: float, scheduler: str, cost: PassCost, capacity: 
                 if decoding[0][0] <= step:
                     finish_decodes()
             for entry, take in pieces:
-                if entry[1] == cached0[entry[0]]:
-                    admitted[entry[0]] = start
                 entry[1] += take
                 if entry[0] == traced:
                     note("prefill", start, t)
@@ -387,7 +395,8 @@ def run(stream: Traffic, rate: float, scheduler: str, cost: PassCost, capacity: 
     if stream.output[traced] > 1:
         trace.append(("decode", first[traced], finish[traced]))
     trace.insert(0, ("queue", arrive[traced], admitted[traced]))
-    return Run(arrival, a(admitted), a(first), a(finish), stream.output, tuple(trace), passes, positions)
+    return Run(arrival, a(admitted), a(first), a(finish), stream.output, tuple(trace), passes, positions,
+               peak_reserved, peak_running)
 
 
 def simulate(scheduler: str, rate: float, chunk: int, prefix: float, acc: Accelerator, model: LLM, cards: int,

@@ -104,6 +104,7 @@ def test_memory_binds_and_is_never_overcommitted(scheduler):
     room = int(6 * (STREAM.prompt + STREAM.output).mean())
     run = serving.run(STREAM, 16.0, scheduler, COST, room, 512, 0.0)
     assert _overcommit(run, STREAM, room) == 0
+    assert run.peak_reserved == _overcommit(run, STREAM, 0) <= room  # its own count agrees with the rebuilt one
     assert _overcommit(run, STREAM, room // 2) > 0
     roomy = serving.run(STREAM, 16.0, scheduler, COST, serving.cache_tokens(H100, L70, 4, BF16), 512, 0.0)
     assert np.median(run.ttft) > 2 * np.median(roomy.ttft)  # the memory cap is what made requests wait

@@ -66,6 +66,19 @@ def serve_error(scenario: Resolved, scheduler, rate, chunk=512, prefix=0.0, fiel
 
 
 @topic.term(depends=("scenario",))
+def serve_peak(scenario: Resolved, which, scheduler, rate, chunk=512, prefix=0.0):
+    """Over one run: "memory", the most KV cache promised at once as a share of what fits, or
+    "running", the most requests admitted at once."""
+    def one(w, s, r, c, p):
+        run = serving.simulate(s, r, c, p, scenario.acc, scenario.target, scenario.cards, scenario.precision)
+        if w == "memory":
+            return run.peak_reserved / serving.cache_tokens(scenario.acc, scenario.target, scenario.cards,
+                                                            scenario.precision)
+        return run.peak_running
+    return _each(one, which, scheduler, rate, chunk, prefix)
+
+
+@topic.term(depends=("scenario",))
 def serve_cache_tokens(scenario: Resolved):
     """Tokens of KV cache that fit beside the target's weights."""
     return float(serving.cache_tokens(scenario.acc, scenario.target, scenario.cards, scenario.precision))
