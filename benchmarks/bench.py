@@ -12,7 +12,7 @@ Targets (from the issues):
            same pages; a rebuild after a prose edit with the cache warm <= 1.15x a plain build, in
            a new process and in one `mkdocs serve` process; model share of a one-process cold
            build < 5%; figure data <= 100 KB gzip per page.
-  scale    a synthetic site, the four explainers copied 1, 3 and 9 times (11, 33 and 99 figures,
+  scale    a synthetic site, the explainers copied 1, 3 and 9 times (15, 45 and 135 figures today,
            each copy's captions made its own so nothing is shared through the cache): time and
            peak RSS (all the build's processes together) of a cold build at each size; the
            marginal cost per figure <= 150 ms, time growing linearly or better, peak RSS < 1 GB.
@@ -464,7 +464,7 @@ def process_build(config: Path, site_dir: Path) -> tuple[float, int]:
 
 
 def synthetic_docs(work: Path, copies: int) -> Path:
-    """The site's docs with the four explainers copied `copies` times in all: each copy under
+    """The site's docs with the explainers copied `copies` times in all: each copy under
     `copies/<n>/`, its captions (part of a figure's cache key) marked with the copy's number."""
     docs = work / "docs"
     shutil.copytree(REPO / "docs", docs)
@@ -549,7 +549,7 @@ def one_build(config: str, site_dir: str, cache_dir: str, enabled: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--no-browser", action="store_true")
-    ap.add_argument("--no-scale", action="store_true", help="skip the synthetic site of 11, 33 and 99 figures")
+    ap.add_argument("--no-scale", action="store_true", help="skip the synthetic site of the explainers copied 1, 3 and 9 times")
     ap.add_argument("--one-build", nargs=4)
     ap.add_argument("--keep-lighthouse", type=Path, metavar="DIR", help="copy every Lighthouse JSON report here")
     args = ap.parse_args()

@@ -76,44 +76,51 @@ def comm_s(acc: Accelerator, model: LLM, cards, tokens):
 
 
 def compute_seconds(acc: Accelerator, model: LLM, tokens, context=0.0, precision: Precision = BF16_ALL,
-                    attended=None):
+                    attended=None, logits=None):
     """Seconds of arithmetic on one card for a pass over `tokens` positions: the blocks' products
     at their format's peak, the output head's and attention's at the 16-bit peak. Each position
-    attends to `context` cached tokens, unless `attended` gives the total over all positions."""
+    attends to `context` cached tokens, unless `attended` gives the total over all positions.
+    The output head runs for `logits` positions, by default all of them (see `pass_time`)."""
     tokens = np.asarray(tokens, dtype=float)
     attended = tokens * np.asarray(context, dtype=float) if attended is None else np.asarray(attended, dtype=float)
+    logits = tokens if logits is None else np.asarray(logits, dtype=float)
     blocks = 2.0 * model.block_params * tokens / acc.peak(precision.weights)
-    rest = (tokens * 2.0 * model.head_params + attention_flops_per_position(model, attended)) / acc.flops
+    rest = (logits * 2.0 * model.head_params + attention_flops_per_position(model, attended)) / acc.flops
     return blocks + rest
 
 
 def step_time(acc: Accelerator, model: LLM, cards, tokens, context=0.0, requests=None,
-              precision: Precision = BF16_ALL) -> StepTime:
+              precision: Precision = BF16_ALL, logits=None) -> StepTime:
     """One pass over `tokens` positions of `requests` sequences (default: one position each, a
-    decode step), each with `context` tokens already in its cache."""
+    decode step), each with `context` tokens already in its cache; `logits` of the positions go
+    through the output head (default: all, as in decode and in a verify pass)."""
     tokens = np.asarray(tokens, dtype=float)
     context = np.asarray(context, dtype=float)
     requests = tokens if requests is None else np.asarray(requests, dtype=float)
-    return pass_time(acc, model, cards, tokens, requests * context, tokens * context, precision)
+    return pass_time(acc, model, cards, tokens, requests * context, tokens * context, precision, logits)
 
 
 def pass_time(acc: Accelerator, model: LLM, cards, tokens, cached, attended,
-              precision: Precision = BF16_ALL) -> StepTime:
+              precision: Precision = BF16_ALL, logits=None) -> StepTime:
     """One pass over `tokens` positions whose requests hold `cached` tokens of KV cache between
     them, each read once, while the positions attend to `attended` cached tokens in all.
 
     The general form of `step_time`, for a pass that mixes requests of different contexts: a
-    server's step that carries decodes and chunks of prompts together (`models.serving`).
+    server's step that carries decodes and chunks of prompts together (`models.serving`). Only
+    `logits` of the positions (default: all) go through the output head: a server needs the
+    next-token distribution of a decode, and of a prompt's last position, and of no other prompt
+    position. The head's weights are read either way.
     """
     cards = np.asarray(cards, dtype=float)
     tokens = np.asarray(tokens, dtype=float)
     weights = model.read_bytes(tokens, precision)
     kv = np.asarray(cached, dtype=float) * kv_bytes_per_token(model, precision.kv.bytes)
-    flops = tokens * flops_per_token(model) + attention_flops_per_position(model, attended)
+    rows = tokens if logits is None else np.asarray(logits, dtype=float)  # positions through the head
+    flops = 2.0 * (tokens * model.block_params + rows * model.head_params) + attention_flops_per_position(model, attended)
     weights_s = weights / (cards * acc.bandwidth)
     kv_s = kv / (cards * acc.bandwidth)
     memory_s = weights_s + kv_s
-    compute_s = compute_seconds(acc, model, tokens, precision=precision, attended=attended) / cards
+    compute_s = compute_seconds(acc, model, tokens, precision=precision, attended=attended, logits=rows) / cards
     talk = comm_s(acc, model, cards, tokens)
     seconds = np.maximum(memory_s, compute_s) + talk
     return StepTime(

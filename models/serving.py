@@ -95,8 +95,12 @@ def traffic(n: int = N_REQUESTS, seed: int = SEED) -> Traffic:
 class PassCost:
     """`roofline.pass_time` for one model on given cards, as the linear pieces it is made of:
 
-    memory = m0 + m_tok x tokens + m_kv x cached;  compute = c_tok x tokens + c_att x attended;
-    seconds = max(memory, compute) + comm0 + comm_tok x tokens.
+    memory = m0 + m_tok x tokens + m_kv x cached;
+    compute = c_tok x tokens + c_logit x logits + c_att x attended;
+    seconds = max(memory, compute) + comm0 + comm_tok x tokens,
+
+    where `logits` counts the positions that go through the output head: every decode, and the
+    last position of each prompt that a pass finishes.
 
     The simulation prices hundreds of thousands of passes, one at a time, and plain Python
     arithmetic on these seven numbers is what makes that affordable. The coefficients are read
@@ -107,29 +111,30 @@ class PassCost:
     m_tok: float
     m_kv: float
     c_tok: float
+    c_logit: float
     c_att: float
     comm0: float
     comm_tok: float
 
     @classmethod
     def of(cls, acc: Accelerator, model: LLM, cards: int, precision: Precision = BF16_ALL) -> "PassCost":
-        probe = pass_time(acc, model, cards, tokens=np.array([0.0, 1.0, 0.0, 0.0]),
-                          cached=np.array([0.0, 0.0, 1.0, 0.0]), attended=np.array([0.0, 0.0, 0.0, 1.0]),
-                          precision=precision)
+        probe = pass_time(acc, model, cards, tokens=np.array([0.0, 1.0, 0.0, 0.0, 0.0]),
+                          cached=np.array([0.0, 0.0, 1.0, 0.0, 0.0]), attended=np.array([0.0, 0.0, 0.0, 1.0, 0.0]),
+                          logits=np.array([0.0, 0.0, 0.0, 0.0, 1.0]), precision=precision)
         mem, comp, comm = probe.memory_s, probe.compute_s, probe.comm_s
         return cls(float(mem[0]), float(mem[1] - mem[0]), float(mem[2] - mem[0]), float(comp[1] - comp[0]),
-                   float(comp[3] - comp[0]), float(comm[0]), float(comm[1] - comm[0]))
+                   float(comp[4] - comp[0]), float(comp[3] - comp[0]), float(comm[0]), float(comm[1] - comm[0]))
 
-    def seconds(self, tokens: float, cached: float, attended: float) -> float:
+    def seconds(self, tokens: float, cached: float, attended: float, logits: float | None = None) -> float:
         memory = self.m0 + self.m_tok * tokens + self.m_kv * cached
-        compute = self.c_tok * tokens + self.c_att * attended
+        compute = self.c_tok * tokens + self.c_logit * (tokens if logits is None else logits) + self.c_att * attended
         return (memory if memory > compute else compute) + self.comm0 + self.comm_tok * tokens
 
     def decode_steps(self, n: int, cached: float, steps: int) -> float:
         """Seconds of `steps` decode steps of `n` requests whose caches hold `cached` tokens in
         all at the first step and grow by one token a request each step."""
         a1, b1 = self.m0 + self.m_tok * n + self.m_kv * cached, self.m_kv * n
-        a2, b2 = self.c_tok * n + self.c_att * cached, self.c_att * n
+        a2, b2 = (self.c_tok + self.c_logit) * n + self.c_att * cached, self.c_att * n
         fixed = steps * (self.comm0 + self.comm_tok * n)
         first, last = a2 > a1, a2 + b2 * (steps - 1) > a1 + b1 * (steps - 1)
         if first == last:
@@ -147,7 +152,7 @@ class PassCost:
         # root confirm the answer, and a bisection finds it when they fail (the sides cross).
         fixed = self.comm0 + self.comm_tok * n
         a1, b1 = self.m0 + self.m_tok * n + self.m_kv * cached + fixed, self.m_kv * n
-        a2, b2 = self.c_tok * n + self.c_att * cached + fixed, self.c_att * n
+        a2, b2 = (self.c_tok + self.c_logit) * n + self.c_att * cached + fixed, self.c_att * n
         a, b = (a2, b2) if a2 > a1 else (a1, b1)
         guess = seconds / a if b == 0 else (-(a - b / 2) + math.sqrt((a - b / 2) ** 2 + 2 * b * seconds)) / b
         k = min(max(math.ceil(guess - 1e-9), 1), most)
@@ -176,7 +181,7 @@ class PassCost:
         K a + b K (K - 1) / 2, and its root needs at most a step's correction."""
         fixed = self.comm0 + self.comm_tok * n
         a1, b1 = self.m0 + self.m_tok * n + self.m_kv * cached + fixed, self.m_kv * n
-        a2, b2 = self.c_tok * n + self.c_att * cached + fixed, self.c_att * n
+        a2, b2 = (self.c_tok + self.c_logit) * n + self.c_att * cached + fixed, self.c_att * n
         end = most - 1
         if (a2 > a1) != (a2 + b2 * end > a1 + b1 * end):  # the sides cross within the stretch
             k = most if seconds == math.inf else self.steps_until(n, cached, seconds, most)
@@ -241,15 +246,21 @@ def cache_tokens(acc: Accelerator, model: LLM, cards: int, precision: Precision 
 
 
 def run(stream: Traffic, rate: float, scheduler: str, cost: PassCost, capacity: int, chunk: int = 512,
-        prefix: float = 0.0, max_running: int = MAX_RUNNING, prefill_tokens: int = PREFILL_TOKENS) -> Run:
-    """Serve `stream` at `rate` requests per second; `capacity` is the KV cache in tokens."""
+        prefix: float = 0.0, max_running: int = MAX_RUNNING, prefill_tokens: int = PREFILL_TOKENS,
+        reserve: int | None = None) -> Run:
+    """Serve `stream` at `rate` requests per second; `capacity` is the KV cache in tokens.
+
+    Each admitted request holds cache for its prompt and its whole answer; with `reserve`, for
+    its prompt and `reserve` output tokens, whatever its answer's length (as servers did before
+    paged attention, reserving the longest answer allowed)."""
     if scheduler not in SCHEDULERS:
         raise ValueError(f"scheduler must be one of {SCHEDULERS}, got {scheduler!r}")
     n = stream.n
     arrival = stream.unit_arrival / rate
     prompt = stream.prompt.tolist()
     output = stream.output.tolist()
-    if max(p + o for p, o in zip(prompt, output)) > capacity:
+    need = [p + (o if reserve is None else max(o, reserve)) for p, o in zip(prompt, output)]
+    if max(need) > capacity:
         raise ValueError(f"a request needs more KV cache than the {capacity:,} tokens that fit")
     cached0 = [0] + [int(prefix * p) for p in prompt[1:]]  # prompt tokens the prefix cache holds
     arrive = arrival.tolist()
@@ -283,7 +294,7 @@ def run(stream: Traffic, rate: float, scheduler: str, cost: PassCost, capacity: 
         if output[i] == 1:
             finish[i] = t
             running -= 1
-            reserved -= prompt[i] + output[i]
+            reserved -= need[i]
             done += 1
         else:
             heapq.heappush(decoding, (step + output[i] - 1, i))
@@ -297,12 +308,12 @@ def run(stream: Traffic, rate: float, scheduler: str, cost: PassCost, capacity: 
             finish[i] = t
             cached -= prompt[i] + step - joined.pop(i)
             running -= 1
-            reserved -= prompt[i] + output[i]
+            reserved -= need[i]
             done += 1
 
     def admissible() -> bool:
         i = waiting[0]
-        return running < max_running and reserved + prompt[i] + output[i] <= capacity
+        return running < max_running and reserved + need[i] <= capacity
 
     while done < n:
         while nxt < n and arrive[nxt] <= t:
@@ -319,13 +330,13 @@ def run(stream: Traffic, rate: float, scheduler: str, cost: PassCost, capacity: 
                 batch.append(i)
                 work += prompt[i] - cached0[i]
                 running += 1
-                reserved += prompt[i] + output[i]
+                reserved += need[i]
                 admitted[i] = t
             peak_reserved, peak_running = max(peak_reserved, reserved), max(peak_running, running)
             read = sum(cached0[i] for i in batch)
             attended = sum((prompt[i] - cached0[i]) * (cached0[i] + (prompt[i] - cached0[i]) / 2.0) for i in batch)
             start = t
-            t += cost.seconds(work, read, attended)
+            t += cost.seconds(work, read, attended, len(batch))  # each prompt's last position makes a token
             passes += 1
             positions += work
             if traced in joined:
@@ -340,6 +351,7 @@ def run(stream: Traffic, rate: float, scheduler: str, cost: PassCost, capacity: 
             # when the server starts writing it, and not before.
             budget = chunk - len(decoding)
             tokens, read, attended = len(decoding), cached, float(cached)
+            logits = len(decoding)
             pieces = []
             k = 0
             while budget > 0:
@@ -349,20 +361,21 @@ def run(stream: Traffic, rate: float, scheduler: str, cost: PassCost, capacity: 
                     i = waiting.popleft()
                     filling.append([i, cached0[i]])
                     running += 1
-                    reserved += prompt[i] + output[i]
+                    reserved += need[i]
                     admitted[i] = t
                 entry = filling[k]
                 k += 1
                 i, have = entry
                 take = min(budget, prompt[i] - have)
                 pieces.append((entry, take))
+                logits += have + take == prompt[i]  # the piece that ends a prompt makes its first token
                 tokens += take
                 read += have
                 attended += take * (have + take / 2.0)
                 budget -= take
             peak_reserved, peak_running = max(peak_reserved, reserved), max(peak_running, running)
             start = t
-            t += cost.seconds(tokens, read, attended)
+            t += cost.seconds(tokens, read, attended, logits)
             passes += 1
             positions += tokens
             if decoding:

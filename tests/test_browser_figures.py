@@ -1,4 +1,4 @@
-"""The roofline, batching and KV-cache pages in Debian's Chromium: every figure draws, and each
+"""The roofline, batching, KV-cache and serving pages in Debian's Chromium: every figure draws, and each
 slider, moved with the keyboard, changes what its figure draws."""
 from __future__ import annotations
 
@@ -16,6 +16,12 @@ FIGURES = {
     "explainers/batching/": [("fig-batch-schedule", ["Batch size (slots)", "Spread of output lengths"]),
                              ("fig-batch-throughput", [])],
     "explainers/kv-cache/": [("fig-kv-slots", [])],  # it follows the switch's cards and context
+    "explainers/serving/": [
+        ("fig-serve-goodput", ["Chunk size (positions per pass)", "Share of each prompt already cached"]),
+        ("fig-serve-timeline", ["Arrival rate (requests per second)", "Chunk size (positions per pass)",
+                                "Share of each prompt already cached"]),
+        ("fig-serve-ttft", ["Chunk size (positions per pass)", "Share of each prompt already cached"]),
+        ("fig-serve-tpot", ["Chunk size (positions per pass)", "Share of each prompt already cached"])],
 }
 
 # What a live figure draws, read from Vega's scenegraph, which its renderer (a canvas, or SVG)

@@ -75,7 +75,8 @@ def _scenario(r: Resolved) -> str:
 
 
 def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:,.0f} ms" if seconds < 10 else f"{seconds:,.0f} s"
+    """A latency as a reader says it: "47 ms", "1.15 s"."""
+    return f"{seconds * 1e3:,.0f} ms" if seconds < 0.9995 else f"{seconds:,.3g} s"
 
 
 class _Latency(FigureKind):
@@ -315,7 +316,7 @@ class ServeTimeline(FigureKind):
                          headers=["Scheduler", "Queued", "First token", "Paused in decode", "Done"], rows=rows)
 
     description = ("One request of {prompt} prompt tokens and {output} output tokens, arriving at {rate} requests per "
-                   "second on {scenario}. With prefill first it waits {pf_queue}, has its first token at {pf_first}, "
+                   "second on {scenario}. With prefill first it {pf_queue}, has its first token at {pf_first}, "
                    "is paused for {pf_stall} by other requests' prefills, and is done at {pf_done}. With chunked "
                    "prefill in chunks of {chunk}: first token at {ch_first}, done at {ch_done}.")
 
@@ -325,5 +326,6 @@ class ServeTimeline(FigureKind):
         ch = self._phases(cols, _mine(cols, self.sliders, "chunked", position))
         return {"prompt": f"{stream.prompt[stream.traced]:,}", "output": f"{stream.output[stream.traced]:,}",
                 "rate": f"{position['rate']:g}", "scenario": _scenario(r), "chunk": f"{position['chunk']:,.0f}",
-                "pf_queue": _ms(pf["queue"]), "pf_first": _ms(pf["first"]), "pf_stall": _ms(pf["stall"]),
+                "pf_queue": f"waits {_ms(pf['queue'])} in the queue" if pf["queue"] >= 5e-4 else "starts at once",
+                "pf_first": _ms(pf["first"]), "pf_stall": _ms(pf["stall"]),
                 "pf_done": f"{pf['done']:.2f} s", "ch_first": _ms(ch["first"]), "ch_done": f"{ch['done']:.2f} s"}
