@@ -57,6 +57,34 @@ def serve_capacity(scenario: Resolved, scheduler, chunk=512, prefix=0.0):
 
 
 @topic.term(depends=("scenario",))
+def serve_steady_capacity(scenario: Resolved, scheduler, chunk=512, prefix=0.0):
+    """`serve_capacity` read from runs of models.serving.LONG_REQUESTS requests: a steady stream."""
+    return _each(lambda s, c, p: serving.steady_capacity(s, RATE.values(), c, p, scenario.acc, scenario.target,
+                                                         scenario.cards, scenario.precision), scheduler, chunk, prefix)
+
+
+@topic.term(depends=("scenario",))
+def serve_capacity_error(scenario: Resolved, scheduler, chunk=512, prefix=0.0):
+    """Relative standard deviation of `serve_capacity` between draws of the traffic."""
+    return _each(lambda s, c, p: serving.capacity_spread(s, RATE.values(), c, p, scenario.acc, scenario.target,
+                                                         scenario.cards, scenario.precision), scheduler, chunk, prefix)
+
+
+@topic.term(depends=("scenario",))
+def serve_prefill_alone(scenario: Resolved, prompt, chunk=0):
+    """Seconds to prefill one `prompt`-token prompt on an idle server, in one pass (chunk 0) or
+    in pieces of `chunk` positions (models.serving.prefill_alone)."""
+    cost = serving.PassCost.of(scenario.acc, scenario.target, scenario.cards, scenario.precision)
+    return _each(lambda p, c: serving.prefill_alone(cost, int(p), int(c) or None), prompt, chunk)
+
+
+@topic.term(depends=())
+def serve_long_requests() -> int:
+    """Requests in the long runs behind `serve_steady_capacity`."""
+    return serving.LONG_REQUESTS
+
+
+@topic.term(depends=("scenario",))
 def serve_error(scenario: Resolved, scheduler, rate, chunk=512, prefix=0.0, field="ttft_p99"):
     """Relative standard deviation of a run's `field` (a models.serving.Summary field) between
     draws of the traffic: the statistical error of one run."""
