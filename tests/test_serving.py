@@ -398,3 +398,40 @@ def test_the_reference_would_catch_a_wrong_step_count():
     got = serving.run(stream, 5.0, "chunked", cost, 10**7, 512, 0.0)
     want = _reference(longer, 5.0, "chunked", cost, 10**7, 512, 0.0, serving.MAX_RUNNING, serving.PREFILL_TOKENS)
     assert not np.allclose(got.finish, want["finish"].astype(float), rtol=1e-9)
+
+
+def test_capacity_near_reads_the_same_edge_as_the_full_sweep():
+    """Walking from any starting guess finds the capacity the full sweep reads, and makes no run
+    it does not need (here, from a good guess, two or three)."""
+    rates = np.arange(4.0, 33.0, 4.0)
+    ttft = np.array([0.2, 0.3, 0.5, 0.8, 1.3, 3.0, 5.0, 7.0])
+    tpot = np.full(8, 0.02)
+    full = serving.capacity(rates, ttft, tpot)
+    for start in range(8):
+        asked = []
+        got = serving.capacity_near(lambda i: asked.append(i) or (ttft[i], tpot[i]), rates, start)
+        assert math.isclose(got, full)
+        assert len(set(asked)) <= abs(start - 4) + 2
+    assert serving.capacity_near(lambda i: (5.0, 0.02), rates, 3) == 0.0
+    assert serving.capacity_near(lambda i: (0.1, 0.02), rates, 3) == 32.0
+
+
+def test_a_steady_stream_has_less_capacity_than_a_short_run_shows():
+    """Long runs meet rarer bunches of arrivals, so their p99s are higher: the steady capacity is
+    lower, for both schedulers, by less than half (the page states by how much)."""
+    rates = np.arange(4.0, 33.0, 4.0)
+    for scheduler, chunk in (("prefill-first", 0), ("chunked", 512)):
+        short = serving.capacity_of(scheduler, rates, chunk, 0.0, H100, L70, 4, BF16)
+        steady = serving.steady_capacity(scheduler, rates, chunk, 0.0, H100, L70, 4, BF16)
+        assert 0.5 * short < steady < short
+
+
+@pytest.mark.parametrize("chunk", [None, 100, 512, 4096])
+def test_prefill_alone_is_what_the_server_takes_for_one_request(chunk):
+    """The page's cost of a prompt on an idle server is the time to first token of a lone
+    request in the simulation, in one pass or in pieces."""
+    lone = serving.Traffic(np.array([1.0]), np.array([712]), np.array([1]))
+    run = serving.run(lone, 1.0, "prefill-first" if chunk is None else "chunked", COST, 10**7, chunk or 512)
+    assert math.isclose(run.first[0] - run.admitted[0], serving.prefill_alone(COST, 712, chunk), rel_tol=1e-12)
+    if chunk and chunk < 712:
+        assert serving.prefill_alone(COST, 712, chunk) > serving.prefill_alone(COST, 712)  # splitting costs
