@@ -206,15 +206,21 @@ def fill(template: str, fields: list[str], texts: list[str]) -> str:
     return template.format(**dict(zip(fields, texts)))
 
 
+# Grids up to this many slider positions have their descriptions' dependencies read exactly.
+EXACT_POSITIONS = 256
+
+
 def describe_positions(kind, cols: dict[str, np.ndarray], r: Resolved, sliders: dict[str, Slider],
                        fields: list[str]) -> dict[str, dict]:
     """Each description field's text at every slider position it depends on.
 
     Returns field -> {"deps": slider names, "texts": texts in C order over those sliders},
-    the same shape as a page's inline numbers. A field's sliders are found by moving one
-    slider at a time from the defaults; fields are then evaluated over the product of their
-    sliders only, so a description costs a few calls per slider position, not one per grid
-    point. (A test evaluates every grid point and checks the two agree.)
+    the same shape as a page's inline numbers. Where the grid has at most `EXACT_POSITIONS`
+    positions, every one is read and a field's sliders are those along which its text changes
+    anywhere. Beyond that, they are found by moving one slider at a time from the defaults, and
+    fields are evaluated over the product of their sliders only, so a description costs a few
+    calls per slider position, not one per grid point. (A test evaluates every grid point and
+    checks the two agree.)
     """
     axes = list(sliders.values())
     seen: dict[tuple[int, ...], dict[str, str]] = {}
@@ -233,12 +239,22 @@ def describe_positions(kind, cols: dict[str, np.ndarray], r: Resolved, sliders: 
     home = tuple(s.index_of(s.default) for s in axes)
     base = facts(home)
     deps: dict[str, list[int]] = {f: [] for f in fields}
-    for a, s in enumerate(axes):
-        for i in range(s.count):
-            moved = facts(home[:a] + (i,) + home[a + 1:])
-            for f in fields:
-                if moved[f] != base[f] and a not in deps[f]:
-                    deps[f].append(a)
+    counts = [s.count for s in axes]
+    if math.prod(counts) <= EXACT_POSITIONS:
+        # Few enough positions to read them all: a field depends on a slider when its text
+        # changes along that slider anywhere, not only from the defaults (a chart can pin a value
+        # at the default of one slider that moves at another slider's other positions).
+        for f in fields:
+            grid = np.array([facts(index)[f] for index in itertools.product(*map(range, counts))],
+                            dtype=object).reshape(counts)
+            deps[f] = [a for a in range(len(axes)) if (grid != grid.take([0], axis=a)).any()]
+    else:
+        for a, s in enumerate(axes):
+            for i in range(s.count):
+                moved = facts(home[:a] + (i,) + home[a + 1:])
+                for f in fields:
+                    if moved[f] != base[f] and a not in deps[f]:
+                        deps[f].append(a)
     out = {}
     for f in fields:
         texts = []
