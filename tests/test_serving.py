@@ -310,10 +310,10 @@ def _reference(stream: serving.Traffic, rate: float, scheduler: str, cost: servi
         return freed
 
     while any(f is None for f in finish):
-        while nxt < n and arrive[nxt] <= t:
-            waiting.append(nxt)
-            nxt += 1
-        if not (waiting or filling or decoding):
+        arrived = [i for i in range(nxt, n) if arrive[i] <= t]
+        waiting += arrived
+        nxt += len(arrived)
+        if not waiting and not filling and not decoding:  # idle: skip to the next arrival
             t = arrive[nxt]
             continue
         batch = []
