@@ -121,12 +121,16 @@ def breakeven_batch(acc: Accelerator, target: LLM, draft: LLM, cards, a, k, cont
     for every catalogue scenario and context the site offers and finds a single crossing.
     """
     a, k = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(k, dtype=float))
+    return first_slower_batch(
+        lambda batch: speedup(acc, target, draft, cards, batch, a, k, context, precision) < 1.0, a.shape, max_batch)
 
-    def slower(batch):
-        return speedup(acc, target, draft, cards, batch, a, k, context, precision) < 1.0
 
-    lo = np.ones(a.shape)                      # largest batch known to pay (or 1)
-    hi = np.full(a.shape, float(max_batch))    # smallest batch known not to pay
+def first_slower_batch(slower, shape, max_batch: int = 1 << 16) -> np.ndarray:
+    """Bisection behind `breakeven_batch`, for any way of drafting: `slower(batch)` says, over an
+    array of `shape`, where speculation at that batch is slower than plain decoding. Returns the
+    smallest such integer batch, 0 where even batch 1 is slower, -1 where `max_batch` still pays."""
+    lo = np.ones(shape)                      # largest batch known to pay (or 1)
+    hi = np.full(shape, float(max_batch))    # smallest batch known not to pay
     never_pays, still_pays = slower(lo), ~slower(hi)
     for _ in range(int(np.ceil(np.log2(max_batch))) + 1):
         mid = np.floor((lo + hi) / 2)

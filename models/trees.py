@@ -1,0 +1,91 @@
+"""Drafts that branch: a tree of guesses verified in one target pass.
+
+The draft proposes `branches` separate chains of guesses, each `depth` tokens long, all starting
+from the last accepted token. The target checks every node in one pass. The acceptance rule
+(the page states it): each node is accepted independently with probability a once its parent
+is, and the pass yields the deepest accepted path plus the target's own token. A chain of k
+guesses is the tree of one branch of depth k (`speculative.expected_tokens`).
+
+Cost, priced by `roofline.step_time` like a chain's:
+- drafting: `depth` draft passes, each over `branches` positions per request (one new node on
+  every branch), reading each request's draft cache once;
+- verifying: one target pass over nodes + 1 positions per request, reading each request's
+  cache once. A tree verifies many positions per request, so a batch reaches the ridge sooner.
+Attention within the tree (each node to its ancestors) is a few positions per node and is left
+out, as a chain's is.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import speculative
+from .catalogue import LLM, Accelerator
+from .precision import BF16_ALL, Precision
+from .roofline import step_time
+
+
+@dataclass(frozen=True)
+class Tree:
+    branches: int
+    depth: int
+
+    @property
+    def nodes(self) -> int:
+        return self.branches * self.depth
+
+    def reach(self, a) -> np.ndarray:
+        """P(the deepest accepted path reaches depth i), for i = 1 .. depth: at least one of the
+        independent branches keeps its first i guesses, each branch with probability a^i."""
+        a = np.asarray(a, dtype=float)[..., None]
+        i = np.arange(1, self.depth + 1)
+        return 1.0 - (1.0 - a ** i) ** self.branches
+
+    def expected_tokens(self, a) -> np.ndarray:
+        """Mean tokens a verify pass yields: 1 (the target's own) + sum over i of P(depth >= i)."""
+        out = 1.0 + self.reach(a).sum(axis=-1)
+        return out if out.ndim else float(out)
+
+    def tokens_distribution(self, a: float) -> np.ndarray:
+        """P(a pass yields t tokens) for t = 1 .. depth + 1."""
+        reach = np.concatenate([[1.0], self.reach(a), [0.0]])
+        return reach[:-1] - reach[1:]
+
+
+def chain(k: int) -> Tree:
+    return Tree(1, k)
+
+
+def accepted_depths(tree: Tree, a: float, n: int, rng: np.random.Generator) -> np.ndarray:
+    """`n` verify passes played out node by node under the acceptance rule: every node draws
+    its own acceptance, a branch keeps guesses up to its first rejection, and the pass keeps the
+    deepest branch. Returns the tokens each pass yields (deepest accepted depth + 1)."""
+    kept = rng.random((n, tree.branches, tree.depth)) < a
+    run = np.cumprod(kept, axis=-1).sum(axis=-1)  # accepted prefix of each branch
+    return run.max(axis=-1) + 1
+
+
+def step_s(acc: Accelerator, target: LLM, draft: LLM, cards, batch, tree: Tree, context=0.0,
+           precision: Precision = BF16_ALL) -> np.ndarray:
+    """Draft the tree level by level, then verify every node in one target pass."""
+    batch = np.asarray(batch, dtype=float)
+    level = step_time(acc, draft, cards, batch * tree.branches, context, requests=batch, precision=precision).seconds
+    verify = speculative.verify_step_s(acc, target, cards, batch, tree.nodes, context, precision)
+    return tree.depth * level + verify
+
+
+def speedup(acc: Accelerator, target: LLM, draft: LLM, cards, batch, a, tree: Tree, context=0.0,
+            precision: Precision = BF16_ALL) -> np.ndarray:
+    """Tokens per second with the tree over tokens per second of plain decoding, same batch."""
+    plain = speculative.plain_step_s(acc, target, cards, batch, context, precision)
+    return tree.expected_tokens(a) * plain / step_s(acc, target, draft, cards, batch, tree, context, precision)
+
+
+def breakeven_batch(acc: Accelerator, target: LLM, draft: LLM, cards, a, tree: Tree, context=0.0,
+                    max_batch: int = 1 << 16, precision: Precision = BF16_ALL):
+    """Smallest batch at which the tree is slower than plain decoding (`speculative.breakeven_batch`)."""
+    a = np.asarray(a, dtype=float)
+    out = speculative.first_slower_batch(
+        lambda batch: speedup(acc, target, draft, cards, batch, a, tree, context, precision) < 1.0, a.shape, max_batch)
+    return out if out.ndim else int(out)

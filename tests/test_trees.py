@@ -1,0 +1,90 @@
+"""Trees of draft guesses (models.trees): the closed form, the node-by-node rule, the price."""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from models import sampling, speculative, trees
+from models.catalogue import load_catalogue
+
+pytestmark = pytest.mark.unit
+
+CAT = load_catalogue()
+ACC, TARGET, DRAFT = CAT.accelerator("h100-sxm"), CAT.model("llama-3-70b"), CAT.model("llama-3.2-1b")
+A = np.linspace(0.0, 1.0, 21)
+
+
+@pytest.mark.parametrize("k", [1, 2, 4, 8])
+def test_a_tree_of_one_branch_is_the_chain(k):
+    assert np.allclose(trees.chain(k).expected_tokens(A), speculative.expected_tokens(A, k), rtol=1e-12)
+    for batch in (1, 16, 256):
+        assert math.isclose(trees.speedup(ACC, TARGET, DRAFT, 4, batch, 0.8, trees.chain(k), 512),
+                            speculative.speedup(ACC, TARGET, DRAFT, 4, batch, 0.8, k, 512), rel_tol=1e-12)
+    assert (trees.breakeven_batch(ACC, TARGET, DRAFT, 4, 0.8, trees.chain(k), 512)
+            == speculative.breakeven_batch(ACC, TARGET, DRAFT, 4, 0.8, k, 512))
+
+
+@pytest.mark.parametrize("branches,depth", [(2, 2), (3, 2), (2, 3), (4, 2), (2, 4)])
+@pytest.mark.parametrize("a", [0.1, 0.5, 0.8, 0.97])
+def test_the_closed_form_is_the_rule_summed_over_every_outcome(branches, depth, a):
+    """Every way the nodes can be accepted or not, weighted by its probability: the exact
+    distribution of tokens per pass under the rule, against `tokens_distribution`."""
+    tree = trees.Tree(branches, depth)
+    exact = np.zeros(depth + 1)
+    for outcome in itertools.product((0, 1), repeat=tree.nodes):
+        kept = np.array(outcome).reshape(branches, depth)
+        weight = a ** kept.sum() * (1 - a) ** (tree.nodes - kept.sum())
+        deepest = np.cumprod(kept, axis=1).sum(axis=1).max()
+        exact[deepest] += weight
+    assert np.allclose(tree.tokens_distribution(a), exact, rtol=1e-12, atol=1e-15)
+    assert math.isclose(tree.expected_tokens(a), (exact * np.arange(1, depth + 2)).sum(), rel_tol=1e-12)
+
+
+def _check(tokens: np.ndarray, tree: trees.Tree, a: float) -> tuple[float, float]:
+    """The mean of simulated passes and the closed form's distance from it, with the radius a
+    correct simulation stays within: Hoeffding for n values in [1, depth + 1], failing once in a
+    million runs."""
+    radius = sampling.hoeffding_radius(len(tokens), tree.depth, 1e-6)
+    return abs(tokens.mean() - tree.expected_tokens(a)), radius
+
+
+def test_passes_played_node_by_node_match_the_closed_form():
+    tree, a = trees.Tree(4, 4), 0.8
+    tokens = trees.accepted_depths(tree, a, 200_000, np.random.default_rng(17))
+    gap, radius = _check(tokens, tree, a)
+    assert radius < 0.02 * tree.expected_tokens(a)  # tight enough to mean something
+    assert gap <= radius
+
+
+def test_the_check_catches_a_tree_that_keeps_its_first_branch():
+    """Negative control: a pass that keeps the first branch instead of the deepest yields a
+    chain's tokens; its mean lies far outside the radius."""
+    tree, a = trees.Tree(4, 4), 0.8
+    kept = np.random.default_rng(17).random((200_000, tree.branches, tree.depth)) < a
+    first_branch = np.cumprod(kept[:, 0], axis=-1).sum(axis=-1) + 1
+    gap, radius = _check(first_branch, tree, a)
+    assert gap > radius
+
+
+def test_a_tree_yields_more_but_stops_paying_at_a_smaller_batch():
+    """The issue's comparison on the default scenario (Llama 3 70B on 4 H100s, Llama 3.2 1B as
+    draft, 512 tokens of context, a = 0.8): 4 branches of depth 4 against a chain of 4."""
+    tree, chain = trees.Tree(4, 4), trees.chain(4)
+    assert tree.expected_tokens(0.8) > chain.expected_tokens(0.8)
+    assert (trees.speedup(ACC, TARGET, DRAFT, 4, 1, 0.8, tree, 512)
+            > trees.speedup(ACC, TARGET, DRAFT, 4, 1, 0.8, chain, 512))
+    tree_b = trees.breakeven_batch(ACC, TARGET, DRAFT, 4, 0.8, tree, 512)
+    chain_b = trees.breakeven_batch(ACC, TARGET, DRAFT, 4, 0.8, chain, 512)
+    assert 1 < tree_b < chain_b
+
+
+def test_the_tree_breakeven_is_a_single_crossing():
+    """The bisection assumes that once slower, the tree stays slower: scan every batch."""
+    tree = trees.Tree(4, 4)
+    batches = np.arange(1, 2049)
+    pays = trees.speedup(ACC, TARGET, DRAFT, 4, batches, 0.8, tree, 512) >= 1.0
+    first = trees.breakeven_batch(ACC, TARGET, DRAFT, 4, 0.8, tree, 512)
+    assert pays[:first - 1].all() and not pays[first - 1:].any()
