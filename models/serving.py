@@ -145,58 +145,36 @@ class PassCost:
         before, after = ((a2, b2), (a1, b1)) if first else ((a1, b1), (a2, b2))
         return fixed + _line_sum(*before, 0, cross) + _line_sum(*after, cross, steps)
 
-    def steps_until(self, n: int, cached: float, seconds: float, most: int) -> int:
-        """The fewest decode steps (at most `most`) that take at least `seconds`."""
-        # Usually one side (reads or arithmetic) sets every step of the stretch, and the time of
-        # K steps, K a + b K (K - 1) / 2, is a quadratic to solve; checks on either side of its
-        # root confirm the answer, and a bisection finds it when they fail (the sides cross).
-        fixed = self.comm0 + self.comm_tok * n
-        a1, b1 = self.m0 + self.m_tok * n + self.m_kv * cached + fixed, self.m_kv * n
-        a2, b2 = (self.c_tok + self.c_logit) * n + self.c_att * cached + fixed, self.c_att * n
-        a, b = (a2, b2) if a2 > a1 else (a1, b1)
+    def stretch(self, n: int, cached: float, most: int, seconds: float = math.inf) -> tuple[int, float]:
+        """Decode steps of `n` requests from `cached` tokens: the fewest steps, at most `most`,
+        that take at least `seconds`, and the time they take (`decode_steps`)."""
+        whole = self.decode_steps(n, cached, most)
+        if whole < seconds:
+            return most, whole
+        # First guess: the root of K a + b K (K - 1) / 2 = seconds for the side (reads or
+        # arithmetic) that sets the first step; it is exact unless the sides cross, and then the
+        # bisection below finds the count.
+        reads = self.m0 + self.m_tok * n + self.m_kv * cached
+        arithmetic = (self.c_tok + self.c_logit) * n + self.c_att * cached
+        a = max(reads, arithmetic) + self.comm0 + self.comm_tok * n
+        b = (self.m_kv if reads >= arithmetic else self.c_att) * n
         guess = seconds / a if b == 0 else (-(a - b / 2) + math.sqrt((a - b / 2) ** 2 + 2 * b * seconds)) / b
         k = min(max(math.ceil(guess - 1e-9), 1), most)
-        if self.decode_steps(n, cached, k) >= seconds:
+        lo, hi = 1, most  # decode_steps(hi) >= seconds throughout
+        spent = self.decode_steps(n, cached, k)
+        if spent >= seconds:
             if k == 1 or self.decode_steps(n, cached, k - 1) < seconds:
-                return k
-            lo, hi = 1, k - 1
+                return k, spent
+            hi = k - 1
         else:
-            if k == most or self.decode_steps(n, cached, most) < seconds:
-                return most
-            lo, hi = k + 1, most
+            lo = k + 1
         while lo < hi:
             mid = (lo + hi) // 2
             if self.decode_steps(n, cached, mid) >= seconds:
                 hi = mid
             else:
                 lo = mid + 1
-        return lo
-
-
-    def stretch(self, n: int, cached: float, most: int, seconds: float = math.inf) -> tuple[int, float]:
-        """Decode steps of `n` requests from `cached` tokens: the fewest steps, at most `most`,
-        that take at least `seconds`, and the time they take. What `steps_until` and
-        `decode_steps` give, in one call and without their general search where, as almost
-        always, one side of the roofline sets every step: then the time of K steps is
-        K a + b K (K - 1) / 2, and its root needs at most a step's correction."""
-        fixed = self.comm0 + self.comm_tok * n
-        a1, b1 = self.m0 + self.m_tok * n + self.m_kv * cached + fixed, self.m_kv * n
-        a2, b2 = (self.c_tok + self.c_logit) * n + self.c_att * cached + fixed, self.c_att * n
-        end = most - 1
-        if (a2 > a1) != (a2 + b2 * end > a1 + b1 * end):  # the sides cross within the stretch
-            k = most if seconds == math.inf else self.steps_until(n, cached, seconds, most)
-            return k, self.decode_steps(n, cached, k)
-        a, b = (a2, b2) if a2 > a1 else (a1, b1)
-        whole = most * a + b * most * (most - 1) / 2.0
-        if whole < seconds:
-            return most, whole
-        k = min(max(math.ceil((-(a - b / 2) + math.sqrt((a - b / 2) ** 2 + 2 * b * seconds)) / b if b
-                              else seconds / a), 1), most)
-        while k > 1 and (k - 1) * a + b * (k - 1) * (k - 2) / 2.0 >= seconds:
-            k -= 1
-        while k < most and k * a + b * k * (k - 1) / 2.0 < seconds:
-            k += 1
-        return k, k * a + b * k * (k - 1) / 2.0
+        return lo, self.decode_steps(n, cached, lo)
 
 
 def _line_sum(a: float, b: float, i: int, j: int) -> float:

@@ -76,19 +76,22 @@ def test_a_stretch_that_crosses_the_ridge_is_priced_on_both_sides():
     assert math.isclose(cost.decode_steps(n, cached, 3000), each, rel_tol=1e-11)
 
 
-def test_steps_until_is_the_fewest_steps():
+def test_a_stretch_stops_at_the_fewest_steps():
     cost = serving.PassCost.of(H100, L70, 4, BF16)
     rng = np.random.default_rng(7)
     for _ in range(300):
         n, cached, most = int(rng.integers(1, 300)), float(rng.integers(0, 400_000)), int(rng.integers(1, 2000))
         seconds = float(rng.uniform(0.001, 1.2)) * cost.decode_steps(n, cached, most)
-        k = cost.steps_until(n, cached, seconds, most)
+        k, spent = cost.stretch(n, cached, most, seconds)
         assert cost.decode_steps(n, cached, k) >= seconds or k == most
         assert k == 1 or cost.decode_steps(n, cached, k - 1) < seconds
-        # The one-call form the simulation uses gives the same count and its time.
-        k2, spent = cost.stretch(n, cached, most, seconds)
-        assert k2 == k and math.isclose(spent, cost.decode_steps(n, cached, k), rel_tol=1e-11)
+        # ... and the time it reports is those steps' time.
+        assert math.isclose(spent, cost.decode_steps(n, cached, k), rel_tol=1e-11)
     assert cost.stretch(5, 1000, 40) == (40, pytest.approx(cost.decode_steps(5, 1000, 40), rel=1e-11))
+    # Where reads and arithmetic cross within the stretch (cf. the test above), too.
+    crossing = cost.decode_steps(400, 0, 3000)
+    k, spent = cost.stretch(400, 0, 3000, 0.6 * crossing)
+    assert cost.decode_steps(400, 0, k - 1) < 0.6 * crossing <= spent
 
 
 # ---- bookkeeping -------------------------------------------------------------------------------
