@@ -116,7 +116,8 @@ def pass_time(acc: Accelerator, model: LLM, cards, tokens, cached, attended,
     weights = model.read_bytes(tokens, precision)
     kv = np.asarray(cached, dtype=float) * kv_bytes_per_token(model, precision.kv.bytes)
     rows = tokens if logits is None else np.asarray(logits, dtype=float)  # positions through the head
-    flops = 2.0 * (tokens * model.block_params + rows * model.head_params) + attention_flops_per_position(model, attended)
+    skipped = 2.0 * model.head_params * (tokens - rows)  # head products of positions that make no token
+    flops = tokens * flops_per_token(model) - skipped + attention_flops_per_position(model, attended)
     weights_s = weights / (cards * acc.bandwidth)
     kv_s = kv / (cards * acc.bandwidth)
     memory_s = weights_s + kv_s

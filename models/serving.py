@@ -29,7 +29,7 @@ import heapq
 import math
 from collections import deque
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -62,7 +62,7 @@ class Traffic:
     def n(self) -> int:
         return len(self.prompt)
 
-    @property
+    @cached_property
     def traced(self) -> int:
         """The request whose timeline a page draws: in the second half of the run, so that the
         server has settled, and the one whose prompt and output are both closest to typical."""
@@ -193,7 +193,6 @@ class Run:
     finish: np.ndarray        # its last token
     output: np.ndarray
     trace: tuple[tuple[str, float, float], ...]  # the traced request: ("queue" | "prefill" | "decode" | "stall", start, end)
-    passes: int
     positions: int            # positions computed over all passes: prompt tokens not cached, then one per decode
     peak_reserved: int        # the most KV tokens promised at once
     peak_running: int         # the most requests admitted at once
@@ -262,7 +261,6 @@ def run(stream: Traffic, rate: float, scheduler: str, cost: PassCost, capacity: 
     step = 0                     # decode steps so far
     cached = 0                   # KV tokens the decoding requests hold between them
     done = 0
-    passes = 0
     positions = 0
     peak_reserved = peak_running = 0
 
@@ -315,7 +313,6 @@ def run(stream: Traffic, rate: float, scheduler: str, cost: PassCost, capacity: 
             attended = sum((prompt[i] - cached0[i]) * (cached0[i] + (prompt[i] - cached0[i]) / 2.0) for i in batch)
             start = t
             t += cost.seconds(work, read, attended, len(batch))  # each prompt's last position makes a token
-            passes += 1
             positions += work
             if traced in joined:
                 note("stall", start, t)
@@ -354,7 +351,6 @@ def run(stream: Traffic, rate: float, scheduler: str, cost: PassCost, capacity: 
             peak_reserved, peak_running = max(peak_reserved, reserved), max(peak_running, running)
             start = t
             t += cost.seconds(tokens, read, attended, logits)
-            passes += 1
             positions += tokens
             if decoding:
                 step += 1
@@ -375,7 +371,6 @@ def run(stream: Traffic, rate: float, scheduler: str, cost: PassCost, capacity: 
         until = arrive[nxt] - t if nxt < n and not waiting and not filling else math.inf
         most, spent = cost.stretch(len(decoding), cached, decoding[0][0] - step, until)
         t += spent
-        passes += most
         positions += len(decoding) * most
         cached += len(decoding) * most
         step += most
@@ -386,7 +381,7 @@ def run(stream: Traffic, rate: float, scheduler: str, cost: PassCost, capacity: 
     if stream.output[traced] > 1:
         trace.append(("decode", first[traced], finish[traced]))
     trace.insert(0, ("queue", arrive[traced], admitted[traced]))
-    return Run(arrival, a(admitted), a(first), a(finish), stream.output, tuple(trace), passes, positions,
+    return Run(arrival, a(admitted), a(first), a(finish), stream.output, tuple(trace), positions,
                peak_reserved, peak_running)
 
 
@@ -394,8 +389,12 @@ def simulate(scheduler: str, rate: float, chunk: int, prefix: float, acc: Accele
              precision: Precision = BF16_ALL, n: int = N_REQUESTS, seed: int = SEED) -> Run:
     """The page's stream through one server. Deterministic, so memoised: figures and prose ask
     for the same runs. The returned Run is shared; treat it as read-only."""
-    chunk = int(chunk) if scheduler == "chunked" else 0  # prefill-first has no chunk: one run serves all
-    return _simulate(scheduler, float(rate), chunk, round(float(prefix), 6), acc, model, int(cards), precision, n, seed)
+    return _simulate(*_key(scheduler, rate, chunk, prefix), acc, model, int(cards), precision, n, seed)
+
+
+def _key(scheduler: str, rate: float, chunk: int, prefix: float) -> tuple:
+    """A setting as the memos key it: prefill-first has no chunk, so one run serves every chunk."""
+    return scheduler, float(rate), int(chunk) if scheduler == "chunked" else 0, round(float(prefix), 6)
 
 
 @lru_cache(maxsize=4096)
@@ -449,11 +448,15 @@ def capacity(rates, ttft_p99, tpot_p99, ttft_s: float = TTFT_OBJECTIVE, tpot_s: 
     return float(edge)
 
 
-@lru_cache(maxsize=8192)
 def summary(scheduler: str, rate: float, chunk: int, prefix: float, acc: Accelerator, model: LLM, cards: int,
             precision: Precision = BF16_ALL, seed: int = SEED, n: int = N_REQUESTS) -> Summary:
-    """`Summary.of` the page's run at one setting (memoised)."""
-    return Summary.of(simulate(scheduler, rate, chunk, prefix, acc, model, cards, precision, n, seed), rate)
+    """`Summary.of` the page's run at one setting (memoised under the same key as the run)."""
+    return _summary(*_key(scheduler, rate, chunk, prefix), acc, model, int(cards), precision, n, seed)
+
+
+@lru_cache(maxsize=8192)
+def _summary(scheduler, rate, chunk, prefix, acc, model, cards, precision, n, seed) -> Summary:
+    return Summary.of(_simulate(scheduler, rate, chunk, prefix, acc, model, cards, precision, n, seed), rate)
 
 
 def sweep(scheduler: str, rates, chunk: int, prefix: float, acc: Accelerator, model: LLM, cards: int,
@@ -500,6 +503,14 @@ def _first_failure(scheduler, rates, chunk, prefix, acc, model, cards, precision
     return fails[0] if fails else len(rates) - 1
 
 
+def _p99s(scheduler, rates, chunk, prefix, acc, model, cards, precision, seed=SEED, n=N_REQUESTS):
+    """`capacity_near`'s p99_at for one setting, draw and run length."""
+    def p99_at(i):
+        s = summary(scheduler, float(rates[i]), chunk, prefix, acc, model, cards, precision, seed, n)
+        return s.ttft_p99, s.tpot_p99
+    return p99_at
+
+
 # Runs long enough to meet the rarer pile-ups that set a steady stream's p99.
 LONG_REQUESTS = 5000
 
@@ -511,11 +522,7 @@ def steady_capacity(scheduler: str, rates, chunk: int, prefix: float, acc: Accel
     arrivals bunch up, so this is the figure for a steady stream of traffic."""
     rates = np.asarray(rates, dtype=float)
     start = _first_failure(scheduler, rates, chunk, prefix, acc, model, cards, precision)
-
-    def p99_at(i):
-        s = summary(scheduler, float(rates[i]), chunk, prefix, acc, model, cards, precision, SEED, n)
-        return s.ttft_p99, s.tpot_p99
-    return capacity_near(p99_at, rates, start)
+    return capacity_near(_p99s(scheduler, rates, chunk, prefix, acc, model, cards, precision, SEED, n), rates, start)
 
 
 # Other seeds, for the statistical error a page states: the same setting, a fresh draw each.
@@ -538,12 +545,8 @@ def capacity_spread(scheduler: str, rates, chunk: int, prefix: float, acc: Accel
     rates = np.asarray(rates, dtype=float)
     start = _first_failure(scheduler, rates, chunk, prefix, acc, model, cards, precision)
 
-    def one(seed):
-        def p99_at(i):
-            s = summary(scheduler, float(rates[i]), chunk, prefix, acc, model, cards, precision, seed)
-            return s.ttft_p99, s.tpot_p99
-        return capacity_near(p99_at, rates, start)
-    values = np.array([one(seed) for seed in ERROR_SEEDS])
+    values = np.array([capacity_near(_p99s(scheduler, rates, chunk, prefix, acc, model, cards, precision, seed),
+                                     rates, start) for seed in ERROR_SEEDS])
     return float(values.std(ddof=1) / values.mean())
 
 

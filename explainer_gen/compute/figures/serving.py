@@ -43,12 +43,12 @@ def _capacity(r: Resolved, scheduler: str, chunk: int, prefix: float) -> float:
     return serving.capacity_of(scheduler, _rates(), chunk, prefix, r.acc, r.target, r.cards, r.precision)
 
 
-def _follow(sliders: dict[str, Slider], both: str = "") -> str:
+def _follow(sliders: dict[str, Slider]) -> str:
     """Vega: the row belongs to the sliders' position; prefill-first rows ignore the chunk slider."""
     shared = [sliders[n] for n in ("prefix", "rate") if n in sliders]
     first = f"(datum.sched == '{LABELS['prefill-first']}' && {slider_filter(shared)})"
     chunked = f"(datum.sched == '{LABELS['chunked']}' && {slider_filter(sliders)})"
-    return f"({both}{first} || {chunked})"
+    return f"({first} || {chunked})"
 
 
 def _mine(cols: Columns, sliders: dict[str, Slider], scheduler: str, position: dict[str, float] | None = None) -> np.ndarray:

@@ -10,7 +10,7 @@ import numpy as np
 from models import serving
 
 from ...sources.controls import Resolved
-from ..figures.serving import RATE
+from ..figures.serving import CHUNK, PREFIX, RATE
 from .registry import Topic
 
 topic = Topic("serving")
@@ -32,39 +32,39 @@ def _stat(scenario: Resolved, field: str, scheduler, rate, chunk, prefix):
 
 
 @topic.term(depends=("scenario",))
-def serve_ttft(scenario: Resolved, scheduler, rate, chunk=512, prefix=0.0, stat="p99"):
+def serve_ttft(scenario: Resolved, scheduler, rate, chunk=CHUNK.default, prefix=PREFIX.default, stat="p99"):
     """Time to first token at `rate`: its "median" or "p99" over the run's requests."""
     return _stat(scenario, f"ttft_{stat}", scheduler, rate, chunk, prefix)
 
 
 @topic.term(depends=("scenario",))
-def serve_tpot(scenario: Resolved, scheduler, rate, chunk=512, prefix=0.0, stat="p99"):
+def serve_tpot(scenario: Resolved, scheduler, rate, chunk=CHUNK.default, prefix=PREFIX.default, stat="p99"):
     """Time per output token after the first at `rate`, "median" or "p99"."""
     return _stat(scenario, f"tpot_{stat}", scheduler, rate, chunk, prefix)
 
 
 @topic.term(depends=("scenario",))
-def serve_goodput(scenario: Resolved, scheduler, rate, chunk=512, prefix=0.0):
+def serve_goodput(scenario: Resolved, scheduler, rate, chunk=CHUNK.default, prefix=PREFIX.default):
     """Requests per second that meet both latency objectives at `rate`."""
     return _stat(scenario, "goodput", scheduler, rate, chunk, prefix)
 
 
 @topic.term(depends=("scenario",))
-def serve_capacity(scenario: Resolved, scheduler, chunk=512, prefix=0.0):
+def serve_capacity(scenario: Resolved, scheduler, chunk=CHUNK.default, prefix=PREFIX.default):
     """The highest arrival rate on the page's grid of rates at which both p99s meet the objective."""
     return _each(lambda s, c, p: serving.capacity_of(s, RATE.values(), c, p, scenario.acc, scenario.target,
                                                      scenario.cards, scenario.precision), scheduler, chunk, prefix)
 
 
 @topic.term(depends=("scenario",))
-def serve_steady_capacity(scenario: Resolved, scheduler, chunk=512, prefix=0.0):
+def serve_steady_capacity(scenario: Resolved, scheduler, chunk=CHUNK.default, prefix=PREFIX.default):
     """`serve_capacity` read from runs of models.serving.LONG_REQUESTS requests: a steady stream."""
     return _each(lambda s, c, p: serving.steady_capacity(s, RATE.values(), c, p, scenario.acc, scenario.target,
                                                          scenario.cards, scenario.precision), scheduler, chunk, prefix)
 
 
 @topic.term(depends=("scenario",))
-def serve_capacity_error(scenario: Resolved, scheduler, chunk=512, prefix=0.0):
+def serve_capacity_error(scenario: Resolved, scheduler, chunk=CHUNK.default, prefix=PREFIX.default):
     """Relative standard deviation of `serve_capacity` between draws of the traffic."""
     return _each(lambda s, c, p: serving.capacity_spread(s, RATE.values(), c, p, scenario.acc, scenario.target,
                                                          scenario.cards, scenario.precision), scheduler, chunk, prefix)
@@ -85,7 +85,7 @@ def serve_long_requests() -> int:
 
 
 @topic.term(depends=("scenario",))
-def serve_error(scenario: Resolved, scheduler, rate, chunk=512, prefix=0.0, field="ttft_p99"):
+def serve_error(scenario: Resolved, scheduler, rate, chunk=CHUNK.default, prefix=PREFIX.default, field="ttft_p99"):
     """Relative standard deviation of a run's `field` (a models.serving.Summary field) between
     draws of the traffic: the statistical error of one run."""
     return _each(lambda s, r, c, p, f: serving.seed_spread(s, r, c, p, scenario.acc, scenario.target, scenario.cards,
@@ -94,7 +94,7 @@ def serve_error(scenario: Resolved, scheduler, rate, chunk=512, prefix=0.0, fiel
 
 
 @topic.term(depends=("scenario",))
-def serve_peak(scenario: Resolved, which, scheduler, rate, chunk=512, prefix=0.0):
+def serve_peak(scenario: Resolved, which, scheduler, rate, chunk=CHUNK.default, prefix=PREFIX.default):
     """Over one run: "memory", the most KV cache promised at once as a share of what fits, or
     "running", the most requests admitted at once."""
     def one(w, s, r, c, p):
@@ -135,8 +135,14 @@ def serve_lengths(which="prompt", stat="mean"):
 @topic.term(depends=())
 def serve_limit(which):
     """The server's and the page's fixed settings: "running" (most requests at once),
-    "prefill_tokens" (a prefill-first pass's prompt tokens), "ttft" and "tpot" (the objective, s),
-    "rate_max" (the highest simulated arrival rate)."""
+    "prefill_tokens" (a prefill-first pass's prompt tokens), "ttft" and "tpot" (the objective, s)."""
     return {"running": serving.MAX_RUNNING, "prefill_tokens": serving.PREFILL_TOKENS,
-            "ttft": serving.TTFT_OBJECTIVE, "tpot": serving.TPOT_OBJECTIVE, "rate_max": RATE.max,
-            "rate_min": RATE.min}[which]
+            "ttft": serving.TTFT_OBJECTIVE, "tpot": serving.TPOT_OBJECTIVE}[which]
+
+
+@topic.term(depends=())
+def serve_setting(which):
+    """The page's dials: "rate_min", "rate_max", "rate_step", "rate" (the timeline's default),
+    "chunk" (the default chunk), "chunk_max", "prefix_step" (the first cached share above 0)."""
+    return {"rate_min": RATE.min, "rate_max": RATE.max, "rate_step": RATE.step, "rate": RATE.default,
+            "chunk": CHUNK.default, "chunk_max": CHUNK.max, "prefix_step": PREFIX.step}[which]
