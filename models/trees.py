@@ -2,9 +2,15 @@
 
 The draft proposes `branches` separate chains of guesses, each `depth` tokens long, all starting
 from the last accepted token. The target checks every node in one pass. The acceptance rule
-(the page states it): each node is accepted independently with probability a once its parent
-is, and the pass yields the deepest accepted path plus the target's own token. A chain of k
-guesses is the tree of one branch of depth k (`speculative.expected_tokens`).
+(the page states it): the target emits one token per position, so of a node's children at most
+one can be kept. It tries them one after another, each accepted independently with probability a,
+and the first accepted child continues the path; the pass yields the accepted path plus the
+target's own token. Here only the root has several children: the first branch whose first guess
+holds is followed down alone. Siblings that are kept independently and all followed (the
+deepest of b independent chains) would overstate the yield: two different first guesses cannot
+both be the target's token. `models.sampling.tree_steps` plays this rule with real
+distributions and keeps the target's output exact. A chain of k guesses is the tree of one
+branch of depth k (`speculative.expected_tokens`).
 
 Cost, priced by `roofline.step_time` like a chain's:
 - drafting: `depth` draft passes, each over `branches` positions per request (one new node on
@@ -36,11 +42,11 @@ class Tree:
         return self.branches * self.depth
 
     def reach(self, a) -> np.ndarray:
-        """P(the deepest accepted path reaches depth i), for i = 1 .. depth: at least one of the
-        independent branches keeps its first i guesses, each branch with probability a^i."""
+        """P(the accepted path reaches depth i), for i = 1 .. depth: one of the branches' first
+        guesses holds, 1 - (1 - a)^branches, and then the next i - 1 guesses of that branch."""
         a = np.asarray(a, dtype=float)[..., None]
         i = np.arange(1, self.depth + 1)
-        return 1.0 - (1.0 - a ** i) ** self.branches
+        return (1.0 - (1.0 - a) ** self.branches) * a ** (i - 1)
 
     def expected_tokens(self, a) -> np.ndarray:
         """Mean tokens a verify pass yields: 1 (the target's own) + sum over i of P(depth >= i)."""
@@ -59,11 +65,13 @@ def chain(k: int) -> Tree:
 
 def accepted_depths(tree: Tree, a: float, n: int, rng: np.random.Generator) -> np.ndarray:
     """`n` verify passes played out node by node under the acceptance rule: every node draws
-    its own acceptance, a branch keeps guesses up to its first rejection, and the pass keeps the
-    deepest branch. Returns the tokens each pass yields (deepest accepted depth + 1)."""
+    its own acceptance; the first branch (in order) whose first guess holds is followed, and
+    keeps guesses up to its first rejection. Returns the tokens each pass yields (accepted depth + 1)."""
     kept = rng.random((n, tree.branches, tree.depth)) < a
     run = np.cumprod(kept, axis=-1).sum(axis=-1)  # accepted prefix of each branch
-    return run.max(axis=-1) + 1
+    any_first = kept[:, :, 0].any(axis=-1)
+    followed = np.argmax(kept[:, :, 0], axis=-1)  # the first branch whose first guess holds
+    return np.where(any_first, run[np.arange(n), followed], 0) + 1
 
 
 def step_s(acc: Accelerator, target: LLM, draft: LLM, cards, batch, tree: Tree, context=0.0,

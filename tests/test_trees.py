@@ -37,8 +37,9 @@ def test_the_closed_form_is_the_rule_summed_over_every_outcome(branches, depth, 
     for outcome in itertools.product((0, 1), repeat=tree.nodes):
         kept = np.array(outcome).reshape(branches, depth)
         weight = a ** kept.sum() * (1 - a) ** (tree.nodes - kept.sum())
-        deepest = np.cumprod(kept, axis=1).sum(axis=1).max()
-        exact[deepest] += weight
+        first = [j for j in range(branches) if kept[j, 0]]  # the target tries the first guesses in order
+        depth_reached = int(np.cumprod(kept[first[0]]).sum()) if first else 0
+        exact[depth_reached] += weight
     assert np.allclose(tree.tokens_distribution(a), exact, rtol=1e-12, atol=1e-15)
     assert math.isclose(tree.expected_tokens(a), (exact * np.arange(1, depth + 2)).sum(), rel_tol=1e-12)
 
@@ -59,13 +60,16 @@ def test_passes_played_node_by_node_match_the_closed_form():
     assert gap <= radius
 
 
-def test_the_check_catches_a_tree_that_keeps_its_first_branch():
-    """Negative control: a pass that keeps the first branch instead of the deepest yields a
-    chain's tokens; its mean lies far outside the radius."""
+@pytest.mark.parametrize("wrong", ["deepest of independent branches", "first branch only"])
+def test_the_check_catches_a_wrong_rule(wrong):
+    """Negative controls: following every branch whose guesses hold and keeping the deepest
+    (siblings kept independently, which the target cannot do) yields too much; trying only the
+    first branch yields a chain's tokens, too little. Both means lie far outside the radius."""
     tree, a = trees.Tree(4, 4), 0.8
     kept = np.random.default_rng(17).random((200_000, tree.branches, tree.depth)) < a
-    first_branch = np.cumprod(kept[:, 0], axis=-1).sum(axis=-1) + 1
-    gap, radius = _check(first_branch, tree, a)
+    runs = np.cumprod(kept, axis=-1).sum(axis=-1)
+    tokens = (runs.max(axis=-1) if wrong.startswith("deepest") else runs[:, 0]) + 1
+    gap, radius = _check(tokens, tree, a)
     assert gap > radius
 
 
