@@ -8,6 +8,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .precision import ACTIVATION_BYTES, BF16_ALL, NumberFormat, Precision
 from .yamlsource import SourceError, SourceMap, closest, line_of, load_yaml
 
@@ -80,6 +82,37 @@ class LLM:
     vocab: int  # rows of the input embedding (and of the output head)
     tied_embeddings: bool  # the output head is the input embedding itself (config: tie_word_embeddings)
     source: str  # the config and checkpoint the shapes and count come from
+    # A mixture of experts (all three set, or none): every layer's MLP is `experts` experts, each a
+    # gated MLP of width `expert_ffn` (three hidden x expert_ffn matrices), and a router sends each
+    # token to `active_experts` of them (config: num_local_experts, num_experts_per_tok, intermediate_size).
+    experts: int | None = None
+    active_experts: int | None = None
+    expert_ffn: int | None = None
+
+    @property
+    def expert_params(self) -> int:
+        """The experts' weights, all layers: 0 for a dense model."""
+        return self.layers * self.experts * 3 * self.hidden * self.expert_ffn if self.experts else 0
+
+    def expert_share(self, tokens=1):
+        """The share of a layer's experts that a pass over `tokens` positions reads, on average,
+        when each position's router picks its `active_experts` uniformly: an expert is missed by
+        one position with probability 1 - active/experts, by all of them with that to the power
+        `tokens`. 1 for a dense model (its one MLP is always read). Real routers are not uniform
+        and their choices correlate; the page that uses this says so."""
+        tokens = np.asarray(tokens, dtype=float)
+        if not self.experts:
+            return np.ones_like(tokens) if tokens.ndim else 1.0
+        out = 1.0 - (1.0 - self.active_experts / self.experts) ** tokens
+        return out if out.ndim else float(out)
+
+    @property
+    def active_block_params(self) -> int:
+        """The block weights one position multiplies: all of them in a dense model; in a mixture,
+        all but the experts its router does not pick."""
+        if not self.experts:
+            return self.block_params
+        return self.block_params - self.expert_params * (self.experts - self.active_experts) // self.experts
 
     @property
     def table_params(self) -> int:
@@ -103,17 +136,24 @@ class LLM:
 
     @property
     def step_params(self) -> int:
-        """The weights a forward pass reads and multiplies, per token: every one but the input
-        embedding table when the output head is a matrix of its own. The embedding is only
-        looked up, one row per token (`lookup_bytes`); a tied head is that same table, read whole
-        and multiplied, so then nothing is left out."""
-        return self.block_params + self.head_params
+        """The weights a forward pass multiplies, per token: every one but the input embedding
+        table when the output head is a matrix of its own, and in a mixture of experts only the
+        experts the token is routed to. The embedding is only looked up, one row per token
+        (`lookup_bytes`); a tied head is that same table, read whole and multiplied, so then
+        nothing is left out."""
+        return self.active_block_params + self.head_params
+
+    def multiplied_bytes(self, tokens=1, precision: Precision = BF16_ALL):
+        """The bytes of the weights a pass over `tokens` positions multiplies, each read once: all
+        of them in a dense model; in a mixture, the experts' share that the positions reach
+        (`expert_share`; every expert once `tokens` is infinite)."""
+        unread = self.expert_params * (1.0 - self.expert_share(tokens))
+        return (self.block_params - unread) * precision.weights.bytes + self.head_params * ACTIVATION_BYTES
 
     def read_bytes(self, tokens=1, precision: Precision = BF16_ALL):
         """The weight bytes a pass over `tokens` positions reads: the multiplied weights once, and
         each position's row of an untied input embedding (`weight_bytes` is what memory holds)."""
-        return (self.block_params * precision.weights.bytes + self.head_params * ACTIVATION_BYTES
-                + self.lookup_bytes(tokens))
+        return self.multiplied_bytes(tokens, precision) + self.lookup_bytes(tokens)
 
     def lookup_bytes(self, tokens=1):
         """The input-embedding rows a pass looks up (counted apart only when the head is untied)."""
@@ -157,11 +197,12 @@ def _rows(data: Any, section: str, cls: type, path: str) -> dict[str, Any]:
     if not isinstance(data, dict) or not isinstance(data.get(section), list):
         raise SourceError(path, line_of(data), f"missing list {section!r}")
     fields = {f.name: f.type for f in dataclasses.fields(cls)}
+    optional = {f.name for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
     rows: dict[str, Any] = {}
     for raw in data[section]:
         if not isinstance(raw, SourceMap):
             raise SourceError(path, line_of(data, section), f"each {section} entry must be a mapping")
-        missing = [f for f in fields if f not in raw]
+        missing = [f for f in fields if f not in raw and f not in optional]
         if missing:
             raise SourceError(path, raw.line, f"{section} entry misses field(s): {', '.join(missing)}")
         unknown = [k for k in raw if k not in fields]
@@ -170,11 +211,13 @@ def _rows(data: Any, section: str, cls: type, path: str) -> dict[str, Any]:
                               f"unknown field {unknown[0]!r}; {closest(unknown[0], list(fields))}")
         values = {}
         for name, kind in fields.items():
+            if name not in raw:
+                continue  # an optional field left out: its default
             value = raw[name]
             if kind == "str":
                 if not isinstance(value, str) or not value:
                     raise SourceError(path, raw.line_of(name), f"{name} must be a non-empty string")
-            elif kind == "float | None" and value is None:
+            elif kind in ("float | None", "int | None") and value is None:
                 pass  # an optional number, left out on purpose (no FP8 units on the A100)
             elif kind == "bool":
                 if not isinstance(value, bool):
@@ -184,7 +227,7 @@ def _rows(data: Any, section: str, cls: type, path: str) -> dict[str, Any]:
                     raise SourceError(path, raw.line_of(name), f"{name} must be a number, got {value!r}")
                 if not math.isfinite(value) or value <= 0:
                     raise SourceError(path, raw.line_of(name), f"{name} must be positive, got {value!r}")
-                if kind == "int" and value != int(value):
+                if kind in ("int", "int | None") and value != int(value):
                     raise SourceError(path, raw.line_of(name), f"{name} must be an integer, got {value!r}")
             values[name] = value
         if values["key"] in rows:
@@ -197,8 +240,34 @@ def _rows(data: Any, section: str, cls: type, path: str) -> dict[str, Any]:
             raise SourceError(path, raw.line_of("vocab"), f"{tables} of vocab × hidden ({values['vocab']} × "
                               f"{values['hidden']}) would hold all of the {values['params']} parameters; check vocab, "
                               f"hidden and params against the model's config")
+        if cls is LLM:
+            _check_experts(values, raw, path)
         rows[values["key"]] = cls(**values)
     return rows
+
+
+MOE_FIELDS = ("experts", "active_experts", "expert_ffn")
+
+
+def _check_experts(values: dict, raw: SourceMap, path: str) -> None:
+    """A mixture of experts names all three of its fields, routes to fewer experts than it has,
+    and leaves the blocks something besides experts (attention, norms, router)."""
+    given = [f for f in MOE_FIELDS if values.get(f) is not None]
+    if not given:
+        return
+    if len(given) < len(MOE_FIELDS):
+        missing = [f for f in MOE_FIELDS if f not in given]
+        raise SourceError(path, raw.line_of(given[0]), f"a mixture of experts needs {', '.join(MOE_FIELDS)}; "
+                          f"missing {', '.join(missing)}")
+    if values["active_experts"] > values["experts"]:
+        raise SourceError(path, raw.line_of("active_experts"), f"active_experts {values['active_experts']} is more "
+                          f"than the {values['experts']} experts a layer has")
+    experts = values["layers"] * values["experts"] * 3 * values["hidden"] * values["expert_ffn"]
+    tables = (2 - values["tied_embeddings"]) * values["vocab"] * values["hidden"]
+    if experts >= values["params"] - tables:
+        raise SourceError(path, raw.line_of("expert_ffn"), f"{values['layers']} layers of {values['experts']} experts of "
+                          f"3 × {values['hidden']} × {values['expert_ffn']} weights would be {experts} parameters, "
+                          f"all of the {values['params'] - tables} outside the embeddings; check the config")
 
 
 def parse_catalogue(text: str, path: str) -> Catalogue:

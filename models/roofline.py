@@ -3,7 +3,8 @@
 A pass computes `tokens` positions that belong to `requests` sequences, each of which already
 holds `context` tokens of KV cache. It must
 
-- read, from HBM, the weights it multiplies once, one input-embedding row per position (an
+- read, from HBM, the weights it multiplies once (of a mixture of experts, the experts its
+  positions are routed to: `LLM.expert_share`), one input-embedding row per position (an
   untied input embedding is looked up, not read whole: `LLM.step_params`), and the KV cache of
   every request once, however many of its positions the pass computes (a verify pass's k + 1
   positions share one read of their request's cache);
@@ -84,7 +85,7 @@ def compute_seconds(acc: Accelerator, model: LLM, tokens, context=0.0, precision
     tokens = np.asarray(tokens, dtype=float)
     attended = tokens * np.asarray(context, dtype=float) if attended is None else np.asarray(attended, dtype=float)
     logits = tokens if logits is None else np.asarray(logits, dtype=float)
-    blocks = 2.0 * model.block_params * tokens / acc.peak(precision.weights)
+    blocks = 2.0 * model.active_block_params * tokens / acc.peak(precision.weights)
     rest = (logits * 2.0 * model.head_params + attention_flops_per_position(model, attended)) / acc.flops
     return blocks + rest
 
@@ -146,7 +147,10 @@ def ridge_tokens(acc: Accelerator, model: LLM, context=0.0, precision: Precision
     never turns compute-bound: then `inf`.
     """
     context = np.asarray(context, dtype=float)
-    fixed = model.read_bytes(0, precision) / acc.bandwidth
+    # A mixture of experts reads more experts as the batch grows (`LLM.expert_share`); by the
+    # batches where a ridge can lie, the positions reach every expert (Mixtral 8x7B: 99.98% from
+    # 30 positions), so the fixed reads are all the multiplied weights.
+    fixed = model.multiplied_bytes(np.inf, precision) / acc.bandwidth
     per_request = (model.lookup_bytes(1) + context * kv_bytes_per_token(model, precision.kv.bytes)) / acc.bandwidth
     gain = compute_seconds(acc, model, 1.0, context, precision) - per_request
     with np.errstate(divide="ignore"):

@@ -1,4 +1,4 @@
-"""The roofline, batching, KV-cache and serving pages in Debian's Chromium: every figure draws, and each
+"""The roofline, batching, KV-cache, serving and draft-trees pages in Debian's Chromium: every figure draws, and each
 slider, moved with the keyboard, changes what its figure draws."""
 from __future__ import annotations
 
@@ -22,6 +22,9 @@ FIGURES = {
                                 "Share of each prompt already cached"]),
         ("fig-serve-ttft", ["Chunk size (positions per pass)", "Share of each prompt already cached"]),
         ("fig-serve-tpot", ["Chunk size (positions per pass)", "Share of each prompt already cached"])],
+    "explainers/draft-trees/": [("fig-tree-yield", ["Acceptance rate"]), ("fig-tree-speedup", ["Acceptance rate"]),
+                                ("fig-draft-speedup", ["Acceptance rate", "Lookahead"]),
+                                ("fig-moe-verify", ["Acceptance rate", "Lookahead"])],
 }
 
 # What a live figure draws, read from Vega's scenegraph, which its renderer (a canvas, or SVG)

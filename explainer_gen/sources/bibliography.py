@@ -5,6 +5,7 @@ what the paper gives this site. Nothing here knows about MkDocs.
 """
 from __future__ import annotations
 
+import dataclasses
 from functools import lru_cache
 
 import re
@@ -38,6 +39,7 @@ class Paper:
     doi: str = ""
     url: str = ""
     line: int = 1
+    suffix: str = ""           # "a", "b", ... when another entry shares its authors and year (`Bibliography`)
 
     @property
     def date(self) -> str:
@@ -46,8 +48,8 @@ class Paper:
 
     @property
     def short(self) -> str:
-        """The in-text form: 'Leviathan et al., 2023', 'Smith and Jones, 2020'."""
-        return f"{author_list_short(self.surnames)}, {self.year}"
+        """The in-text form: 'Leviathan et al., 2023', 'Smith and Jones, 2020', 'Li et al., 2024a'."""
+        return f"{author_list_short(self.surnames)}, {self.year}{self.suffix}"
 
     @property
     def author_text(self) -> str:
@@ -83,11 +85,28 @@ def author_list_short(surnames: tuple[str, ...]) -> str:
     return " and ".join(surnames)
 
 
+def _told_apart(papers: list[Paper]) -> list[Paper]:
+    """Entries whose in-text forms would read alike (same short author list, same year) get the
+    letters a, b, ... in order of publication, then of key, as author-year styles do."""
+    groups: dict[tuple[str, int], list[Paper]] = {}
+    for p in papers:
+        groups.setdefault((author_list_short(p.surnames), p.year), []).append(p)
+    out = []
+    for group in groups.values():
+        if len(group) == 1:
+            out.extend(group)
+            continue
+        for i, p in enumerate(sorted(group, key=lambda p: (p.month, p.key))):
+            out.append(dataclasses.replace(p, suffix="abcdefghijklmnopqrstuvwxyz"[i]))
+    return out
+
+
 class Bibliography:
     """Papers by key, in the order of the feed: newest first, then by key."""
 
     def __init__(self, papers: list[Paper], path: str = ""):
         self.path = path
+        papers = _told_apart(papers)
         self.papers = {p.key: p for p in sorted(papers, key=lambda p: (-p.year, -p.month, p.key))}
 
     def __contains__(self, key: str) -> bool:

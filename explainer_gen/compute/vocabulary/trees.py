@@ -1,0 +1,142 @@
+"""Drafts that branch: trees of guesses, the ways of drafting, and mixture-of-experts targets.
+
+`a` is the acceptance rate, `b` a tree's branches and `d` its depth (models.trees); `kind` one of
+models.drafts.KINDS; `key` a catalogue model (the mixture of experts, say, "mixtral-8x7b").
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from models import drafts, speculative, trees
+from models.catalogue import LLM, Catalogue
+
+from ...sources.controls import Resolved
+from .registry import Topic
+from .speculative import memory_cap
+
+topic = Topic("trees")
+
+
+@topic.term(depends=())
+def tree_tokens(a, b, d):
+    """Mean tokens a verify pass of a tree of b branches of depth d yields (b = 1: a chain of d)."""
+    return trees.Tree(int(b), int(d)).expected_tokens(a)
+
+
+@topic.term(depends=())
+def tree_root(a, b):
+    """The chance that one of the b first guesses holds: 1 - (1 - a)^b."""
+    return trees.Tree(int(b), 1).reach(a)[..., 0]
+
+
+@topic.term(depends=("scenario",))
+def tree_speedup(scenario: Resolved, a, b, d, batch=1):
+    """The tree's speedup over plain decoding on the scenario, roofline floors."""
+    return trees.speedup(scenario.acc, scenario.target, scenario.draft, scenario.cards, batch, a,
+                         trees.Tree(int(b), int(d)), scenario.context, scenario.precision)
+
+
+@topic.term(depends=("scenario",))
+def tree_breakeven(scenario: Resolved, a, b, d):
+    """The batch from which the tree no longer pays, memory aside (-1: not below 65,536)."""
+    return trees.breakeven_batch(scenario.acc, scenario.target, scenario.draft, scenario.cards, a,
+                                 trees.Tree(int(b), int(d)), scenario.context, precision=scenario.precision)
+
+
+@topic.term(depends=("scenario",))
+def tree_pays_up_to(scenario: Resolved, a, b, d):
+    """The largest batch at which the tree still pays and fits in memory, with the draft's weights
+    and cache beside the target's (`speculative.pays_up_to` for a chain): the cap where it pays
+    all the way there, 0 where it never pays."""
+    cap = memory_cap(scenario)
+    first = np.asarray(tree_breakeven(scenario, a, b, d))
+    return np.where((first < 0) | (first > cap), cap, np.maximum(first - 1, 0))
+
+
+def _drafter(scenario: Resolved, kind: str, k) -> drafts.Drafter:
+    if kind not in drafts.KINDS:
+        raise ValueError(f"unknown drafter {kind!r}; one of {', '.join(drafts.KINDS)}")
+    return drafts.drafters(scenario.target, scenario.draft, int(k))[kind]
+
+
+def _each_k(scenario: Resolved, kind: str, k, fn, *args):
+    """fn(drafter, k, *args) broadcast over arrays of k (a slider) and of the other arguments:
+    a drafter's shape depends on k, so it is built once for each k in the grid."""
+    out = np.vectorize(lambda kk, *rest: float(fn(_drafter(scenario, kind, kk), kk, *rest)), otypes=[float])(k, *args)
+    return out if out.ndim else float(out)
+
+
+@topic.term(depends=("scenario",))
+def drafter_weights(scenario: Resolved, kind: str, k=4):
+    """Bytes of weights the drafter adds to the target's (shared ones not counted)."""
+    return _each_k(scenario, kind, k, lambda way, kk: way.held_bytes(scenario.precision))
+
+
+@topic.term(depends=("scenario",))
+def drafter_cache(scenario: Resolved, kind: str, k=4):
+    """Bytes of KV cache the drafter keeps for each token of each request."""
+    return _each_k(scenario, kind, k, lambda way, kk: way.cache_bytes_per_token(scenario.precision))
+
+
+@topic.term(depends=("scenario",))
+def drafter_time(scenario: Resolved, kind: str, k=4, batch=1):
+    """Seconds a step spends drafting k guesses for `batch` requests."""
+    return _each_k(scenario, kind, k, lambda way, kk, b: way.draft_s(scenario.acc, scenario.cards, b, scenario.context,
+                                                                     scenario.precision), batch)
+
+
+@topic.term(depends=("scenario",))
+def drafter_speedup(scenario: Resolved, kind: str, a, k=4, batch=1):
+    """Speedup over plain decoding with this drafter, roofline floors."""
+    return _each_k(scenario, kind, k, lambda way, kk, aa, b: drafts.speedup(
+        scenario.acc, scenario.target, way, scenario.cards, b, aa, kk, scenario.context, scenario.precision), a, batch)
+
+
+def _model(catalogue: Catalogue, key: str) -> LLM:
+    try:
+        return catalogue.model(key)
+    except KeyError as exc:  # UnknownKey: fail at the page's line, with the valid keys
+        raise ValueError(str(exc)) from None
+
+
+@topic.term(depends=("catalogue",))
+def model_name(catalogue: Catalogue, key: str) -> str:
+    return _model(catalogue, key).name
+
+
+@topic.term(depends=("catalogue",))
+def params_of(catalogue: Catalogue, key: str, active: bool = False) -> float:
+    """All of a catalogue model's parameters, or with `active` those one token uses (embeddings
+    included, as papers count them): params_of("mixtral-8x7b", active=True)."""
+    m = _model(catalogue, key)
+    return float(m.active_block_params + m.table_params if active else m.params)
+
+
+@topic.term(depends=("catalogue",))
+def experts(catalogue: Catalogue, key: str, which: str = "all") -> float:
+    """A mixture's experts per layer ("all") or experts each token is routed to ("active")."""
+    m = _model(catalogue, key)
+    if not m.experts:
+        raise ValueError(f"{m.name} is not a mixture of experts")
+    return float(m.experts if which == "all" else m.active_experts)
+
+
+@topic.term(depends=("catalogue",))
+def expert_share(catalogue: Catalogue, key: str, tokens=1):
+    """The share of a layer's experts that `tokens` positions read under uniform routing."""
+    return _model(catalogue, key).expert_share(tokens)
+
+
+@topic.term(depends=("catalogue",))
+def pass_bytes(catalogue: Catalogue, key: str, tokens=1):
+    """Weight bytes a pass over `tokens` positions of a catalogue model reads, in BF16."""
+    return _model(catalogue, key).read_bytes(tokens)
+
+
+@topic.term(depends=("scenario", "catalogue"))
+def verify_cost(scenario: Resolved, catalogue: Catalogue, key: str, k, batch=1):
+    """A verify pass of k guesses a request, over one plain step, for a catalogue model on the
+    scenario's cards and context."""
+    m = _model(catalogue, key)
+    return (speculative.verify_step_s(scenario.acc, m, scenario.cards, batch, k, scenario.context, scenario.precision)
+            / speculative.plain_step_s(scenario.acc, m, scenario.cards, batch, scenario.context, scenario.precision))
