@@ -4,6 +4,7 @@ A draft distribution q proposes k tokens; each guess x is kept with probability
 min(1, p(x) / q(x)) under the target p. At the first rejection the step emits one token
 drawn from the positive part of p - q, renormalised, and stops. If all k guesses survive it
 emits one bonus token drawn from p. Every emitted token is then distributed as p, whatever q.
+`tree_steps` plays the same scheme on a tree of guesses, several first guesses tried in turn.
 
 The distributions here do not depend on the context, so steps are independent and a whole
 batch of them is drawn with a handful of array operations. Pure numpy: no MkDocs, no altair.
@@ -12,10 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .speculative import expected_tokens
+
+if TYPE_CHECKING:  # only for annotations: trees pulls in the roofline, which sampling does not need
+    from .trees import Tree
 
 # The figure's grid: a small vocabulary, a target that falls off like Zipf's law, and the
 # sample sizes that keep the whole grid to a few tens of milliseconds.
@@ -93,6 +98,15 @@ def draw(dist, u: np.ndarray) -> np.ndarray:
     return np.where(x - column < keep[column], column, alias[column])
 
 
+def keep_probability(target, draft) -> np.ndarray:
+    """min(1, target(x) / draft(x)) for every token x: the chance that a guess x drawn from the
+    draft survives verification against `target` (which may stack several targets along leading
+    axes). A drawn x has draft(x) > 0; the 0 given elsewhere is never used."""
+    target, draft = np.asarray(target, dtype=float), np.asarray(draft, dtype=float)
+    shape = np.broadcast_shapes(target.shape, draft.shape)
+    return np.minimum(1.0, np.divide(target, draft, out=np.zeros(shape), where=draft > 0))
+
+
 @dataclass(frozen=True)
 class Steps:
     """`n` independent verify steps of lookahead `k`."""
@@ -127,9 +141,7 @@ def speculative_steps(p, q, k: int, n: int, rng: np.random.Generator, resample=N
     if k < 1 or n < 1:
         raise ValueError(f"need k >= 1 and n >= 1, got k={k}, n={n}")
     guesses = draw(q, rng.random((n, k)))
-    # Keep x with probability min(1, p(x)/q(x)). A drawn x has q(x) > 0; the ratio elsewhere is unused.
-    keep_prob = np.minimum(1.0, np.divide(p, q, out=np.zeros_like(p), where=q > 0))
-    kept = rng.random((n, k)) < keep_prob[guesses]
+    kept = rng.random((n, k)) < keep_probability(p, q)[guesses]
     accepted = np.where(kept.all(axis=1), k, np.argmin(kept, axis=1))
     fix = draw(residual(p, q) if resample is None else normalise(resample), rng.random(n))
     bonus = draw(p, rng.random(n))
@@ -148,8 +160,14 @@ def speculative_sequence(p, q, k: int, length: int, rng: np.random.Generator, st
     every emitted token is p-distributed given all tokens before it, each row is `length`
     independent draws from p when the algorithm is right.
     """
-    steps = speculative_steps(p, q, k, streams * length, rng, resample)
-    flat = steps.tokens.reshape(streams, length * (k + 1))
+    return lay_end_to_end(speculative_steps(p, q, k, streams * length, rng, resample).tokens, streams, length)
+
+
+def lay_end_to_end(tokens: np.ndarray, streams: int, length: int) -> np.ndarray:
+    """(streams, length): the rows of `tokens` (one step or pass each, -1 padded, `length`
+    consecutive rows per stream) laid end to end within each stream and cut at `length`. Every
+    row holds at least one token, so `length` rows always fill a stream."""
+    flat = np.asarray(tokens).reshape(streams, -1)
     valid = flat >= 0
     position = np.cumsum(valid, axis=1) - 1
     keep = valid & (position < length)
@@ -157,6 +175,108 @@ def speculative_sequence(p, q, k: int, length: int, rng: np.random.Generator, st
     rows, cols = np.nonzero(keep)
     out[rows, position[rows, cols]] = flat[rows, cols]
     return out
+
+
+# -- trees of guesses ---------------------------------------------------------------------
+
+def sibling_targets(p, q, branches: int) -> np.ndarray:
+    """(branches + 1, V): r_1 = p and r_(j+1) = residual(r_j, q). The root verifies its j-th child
+    against r_j, and emits a draw from r_(b+1) when all b children are rejected. A rejection moves
+    r the same way whichever token was rejected, so the sequence is fixed in advance."""
+    if branches < 1:
+        raise ValueError(f"need at least one branch, got {branches}")
+    q = normalise(q)
+    out = [normalise(p)]
+    for _ in range(branches):
+        out.append(residual(out[-1], q))
+    return np.array(out)
+
+
+def root_coverage(p, q, branches: int) -> float:
+    """P(the root keeps one of its children's guesses) = 1 - prod_j (1 - acceptance(r_j, q)):
+    child j is tried only when the j - 1 before it were rejected, and is then a fresh draw from q
+    judged against r_j. When p is uniform on part of q's uniform support every r_j is p, and this
+    is the closed form's 1 - (1 - a)^branches (`trees.Tree.reach`); in general the residuals sit
+    where q is thin, so later children are kept less often than the first."""
+    q = normalise(q)
+    rejected = [1.0 - acceptance(r, q) for r in sibling_targets(p, q, branches)[:-1]]
+    return 1.0 - float(np.prod(rejected))
+
+
+@dataclass(frozen=True)
+class TreeSteps(Steps):
+    """`n` independent verify passes of a tree: `tokens` is (n, depth + 1) and `accepted` counts
+    the guesses kept along the followed path, 0..depth, so `k` is the tree's depth."""
+
+    branch: np.ndarray  # (n,) the branch followed, 0-based, or -1 where the root kept no guess
+    branches: int
+
+    def acceptance_rate(self) -> float:
+        """Kept guesses over guesses the target judged: at the root the first guesses tried, up
+        to the one kept (all of them when none is), then the followed branch's guesses up to its
+        first rejection. With one branch this is `Steps.acceptance_rate`."""
+        at_root = np.where(self.branch >= 0, self.branch + 1, self.branches)
+        below = np.where(self.accepted >= 1, np.minimum(self.accepted, self.k - 1), 0)
+        return float(self.accepted.sum() / (at_root + below).sum())
+
+
+def _below_root(p, q, k: int, n: int, rng: np.random.Generator) -> Steps:
+    """What a followed branch does after its first guess: a chain step over its k remaining
+    guesses, or for k = 0 just the bonus token from p."""
+    if k >= 1:
+        return speculative_steps(p, q, k, n, rng)
+    return Steps(draw(p, rng.random(n))[:, None], np.zeros(n, dtype=np.intp))
+
+
+def tree_steps(p, q, tree: Tree, n: int, rng: np.random.Generator) -> TreeSteps:
+    """Run `n` independent verify passes of a draft tree (`trees.Tree`) with draft q and target p:
+    exact multi-draft speculative sampling (SpecInfer, Miao et al. 2024, arXiv 2305.09781).
+
+    The draft proposes `tree.branches` chains of `tree.depth` guesses, each guess a draw from q.
+    The root tries the branches' first guesses in order, the j-th against r_j
+    (`sibling_targets`): kept with probability min(1, r_j(x) / q(x)), else on to the next. The
+    first one kept is followed, and its branch alone goes on as an ordinary chain step: kept with
+    probability min(1, p/q) up to the first rejection, which is replaced from residual(p, q), or a
+    bonus token from p when every guess holds. If the root keeps none, the pass emits one token
+    drawn from r_(b+1). Branches whose first guesses coincide are not merged: merging (one node
+    holding the union of their children) could only add depth, and exactness does not need it.
+    The guesses below the root of branches that are not followed are never judged, so only the
+    followed branch's are drawn: they are fresh draws from q either way.
+
+    Why the output is p. One try with target r: a guess x ~ q is kept and emitted with
+    probability q(x) min(1, r(x)/q(x)) = min(q(x), r(x)), and rejected with probability
+    1 - acceptance(r, q), and (1 - acceptance(r, q)) residual(r, q) = max(0, r - q). Since
+    min(q, r) + max(0, r - q) = r, a try that, when rejected, hands over to anything that emits
+    residual(r, q) whatever was rejected emits r exactly. The next child is a fresh draw
+    from q, independent of the rejected ones, so by induction back from r_(b+1) (emitted outright
+    when every child fails) the j-th try emits r_j, and the root emits r_1 = p. Below the root the
+    followed branch is the chain sampler, whose every token is p given the ones before it. So
+    given all that came before, each token a pass emits is p-distributed, and passes laid end to
+    end (`tree_sequence`) are i.i.d. draws from p. With one branch, r_2 = residual(p, q) and the
+    pass is the chain step of lookahead `depth` (`speculative_steps`), in law.
+    """
+    p, q = normalise(p), normalise(q)
+    if p.shape != q.shape:
+        raise ValueError(f"p and q must share a vocabulary, got {p.size} and {q.size} tokens")
+    b, depth = tree.branches, tree.depth
+    if b < 1 or depth < 1 or n < 1:
+        raise ValueError(f"need branches, depth and n >= 1, got {b}, {depth} and {n}")
+    targets = sibling_targets(p, q, b)
+    firsts = draw(q, rng.random((n, b)))
+    kept = rng.random((n, b)) < keep_probability(targets[:b], q)[np.arange(b), firsts]
+    rooted = kept.any(axis=1)
+    branch = np.where(rooted, np.argmax(kept, axis=1), -1)
+    fallback = draw(targets[b], rng.random(n))
+    below = _below_root(p, q, depth - 1, n, rng)
+    first = np.where(rooted, firsts[np.arange(n), np.maximum(branch, 0)], fallback)
+    tokens = np.concatenate([first[:, None], np.where(rooted[:, None], below.tokens, -1)], axis=1)
+    return TreeSteps(tokens, np.where(rooted, below.accepted + 1, 0), branch, b)
+
+
+def tree_sequence(p, q, tree: Tree, length: int, rng: np.random.Generator, streams: int = 1) -> np.ndarray:
+    """(streams, length) tokens: each stream's tree passes laid end to end, cut at `length`; as
+    `speculative_sequence`, `length` i.i.d. draws from p per row when the sampler is right."""
+    return lay_end_to_end(tree_steps(p, q, tree, streams * length, rng).tokens, streams, length)
 
 
 def plain_sample(p, n: int, rng: np.random.Generator) -> np.ndarray:
