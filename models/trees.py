@@ -13,8 +13,9 @@ distributions and keeps the target's output exact. A chain of k guesses is the t
 branch of depth k (`speculative.expected_tokens`).
 
 Cost, priced by `roofline.step_time` like a chain's:
-- drafting: `depth` draft passes, each over `branches` positions per request (one new node on
-  every branch), reading each request's draft cache once;
+- drafting: `depth` draft passes, reading each request's draft cache once: the first over one
+  position per request (all first guesses come from the same next-token distribution), each
+  later one over `branches` positions per request (one new node on every branch);
 - verifying: one target pass over nodes + 1 positions per request, reading each request's
   cache once. A tree verifies many positions per request, so a batch reaches the ridge sooner.
 Attention within the tree (each node to its ancestors) is a few positions per node and is left
@@ -76,11 +77,14 @@ def accepted_depths(tree: Tree, a: float, n: int, rng: np.random.Generator) -> n
 
 def step_s(acc: Accelerator, target: LLM, draft: LLM, cards, batch, tree: Tree, context=0.0,
            precision: Precision = BF16_ALL) -> np.ndarray:
-    """Draft the tree level by level, then verify every node in one target pass."""
+    """Draft the tree level by level, then verify every node in one target pass. The first level
+    is one draft pass over the batch: every branch's first guess is drawn from the same next-token
+    distribution. Each later level extends every branch, over batch x branches positions."""
     batch = np.asarray(batch, dtype=float)
+    first = step_time(acc, draft, cards, batch, context, precision=precision).seconds
     level = step_time(acc, draft, cards, batch * tree.branches, context, requests=batch, precision=precision).seconds
     verify = speculative.verify_step_s(acc, target, cards, batch, tree.nodes, context, precision)
-    return tree.depth * level + verify
+    return first + (tree.depth - 1) * level + verify
 
 
 def speedup(acc: Accelerator, target: LLM, draft: LLM, cards, batch, a, tree: Tree, context=0.0,

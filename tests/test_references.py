@@ -504,11 +504,12 @@ def test_every_explainer_reads_next_into_explainers_then_papers(site):
 
 
 def test_speculative_page_reads_next_roofline_batching_then_leviathan_and_chen(site):
+    """The seed's order (issue 11), with the page on drafts that branch after the two it names (issue 17)."""
     url = "explainers/speculative-decoding/"
     groups = read_next_groups((site / url / "index.html").read_text(), url)
     targets = [target for _, _, items in groups for target, _, _ in items]
-    assert targets == ["explainers/roofline/", "explainers/batching/", "feed/#leviathan2023", "feed/#chen2023",
-                       "feed/#sadhukhan2024", "glossary/"]
+    assert targets == ["explainers/roofline/", "explainers/batching/", "explainers/draft-trees/", "feed/#leviathan2023",
+                       "feed/#chen2023", "feed/#sadhukhan2024", "glossary/"]
     titles = [title for _, _, items in groups for _, title, _ in items]
     assert titles[:2] == ["Two phases, two bottlenecks", "A batch is only as fast as its slowest member"]
 

@@ -74,17 +74,17 @@ class TreeYield(FigureKind):
 
     description = ("Line chart of the tokens a verify pass yields against the depth of the draft, at acceptance {a}. "
                    "At depth 4 a chain yields {chain4} and eight branches {wide4}; at depth 8, {chain8} and {wide8}. "
-                   "The branches add the same share at every depth, {gain}, because only the first guess has rivals.")
+                   "At every depth eight branches keep {gain} as many guessed tokens as a chain, because only the "
+                   "first guess has rivals.")
 
     def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
         def tokens(b: int, d: int) -> float:
             return float(cols["tokens"][at & (cols["b"] == b) & (cols["d"] == d)][0])
 
         a = position["a"]
-        gain = (1 - (1 - a) ** BRANCHES[-1]) / a - 1  # the root's coverage over a chain's
+        gain = (tokens(BRANCHES[-1], 4) - 1) / (tokens(1, 4) - 1)  # kept guesses: the root's coverage over a chain's
         return {"a": f"{a:.2f}", "chain4": f"{tokens(1, 4):.2f}", "wide4": f"{tokens(BRANCHES[-1], 4):.2f}",
-                "chain8": f"{tokens(1, 8):.2f}", "wide8": f"{tokens(BRANCHES[-1], 8):.2f}",
-                "gain": f"{gain:.0%} more guessed tokens kept"}
+                "chain8": f"{tokens(1, 8):.2f}", "wide8": f"{tokens(BRANCHES[-1], 8):.2f}", "gain": f"{gain:.2f} times"}
 
 
 @register
@@ -124,8 +124,7 @@ class TreeSpeedup(FigureKind):
         return alt.layer(even, lines).add_params(*slider_params(sliders)).properties(height=320)
 
     def _breakeven(self, cols: Columns, at: np.ndarray, b: int) -> str:
-        first = _first_slower(cols, at & (cols["b"] == b))
-        return "above 1× at every batch that fits" if first is None else f"below 1× from a batch of {first:,.0f}"
+        return _stops(_first_slower(cols, at & (cols["b"] == b)))
 
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
         m = rows_at(cols, sliders) & (cols["fits"] == 1)
@@ -140,8 +139,8 @@ class TreeSpeedup(FigureKind):
                                               for b in BRANCHES], rows=rows)
 
     description = ("Line chart of speedup against batch size for trees of depth {depth} at acceptance {a} on {cards} × "
-                   "{acc}: at batch 1 a chain gives {chain1} and eight branches {wide1}. The chain {chain_b}; eight "
-                   "branches {wide_b}.")
+                   "{acc}: at batch 1 a chain gives {chain1} and eight branches {wide1}. The chain's speedup {chain_b}; "
+                   "with eight branches it {wide_b}.")
 
     def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
         def first(b: int) -> str:
@@ -154,6 +153,10 @@ class TreeSpeedup(FigureKind):
 
 KIND_LABELS = {"model": "draft model", "medusa": "Medusa heads", "eagle": "EAGLE layer", "mtp": "MTP modules",
                "lookup": "prompt lookup"}
+# Each drafter as the subject of a sentence, with the form of "to stop" that agrees with it.
+KIND_SUBJECTS = {"draft model": ("the draft model", "stops"), "Medusa heads": ("Medusa heads", "stop"),
+                 "EAGLE layer": ("the EAGLE layer", "stops"), "MTP modules": ("MTP modules", "stop"),
+                 "prompt lookup": ("prompt lookup", "stops")}
 
 
 @register
@@ -226,15 +229,29 @@ class DraftSpeedup(FigureKind):
             return float(cols["speedup"][at & (cols["kind"] == label) & (cols["batch"] == 1)][0])
 
         ends = {label: _first_slower(cols, at & (cols["kind"] == label)) for label in KIND_LABELS.values()}
-        stopping = {label: b for label, b in ends.items() if b is not None}
-        if stopping:
+        never = [KIND_SUBJECTS[label][0] for label, b in ends.items() if b is not None and b <= 1]
+        stopping = {label: b for label, b in ends.items() if b is not None and b > 1}
+        if never:
+            names = never[0] if len(never) == 1 else ", ".join(never[:-1]) + " and " + never[-1]
+            first_stop = f"Slower than plain decoding at every batch: {names}."
+        elif stopping:
             label = min(stopping, key=stopping.get)
-            first_stop = f"The {label} stops paying first, from a batch of {stopping[label]:,.0f}."
+            subject, verb = KIND_SUBJECTS[label]
+            first_stop = f"{subject[0].upper()}{subject[1:]} {verb} paying first, by a batch of {stopping[label]:,.0f}."
         else:
             first_stop = "Every drafter still pays at the largest batch that fits."
         return {"a": f"{position['a']:.2f}", "k": f"{position['k']:.0f}", "cards": f"{r.cards}", "acc": r.acc.name,
                 "at1": ", ".join(f"{label} {first(label):.2f}×" for label in KIND_LABELS.values()),
                 "first": first_stop}
+
+
+def _stops(first: float | None) -> str:
+    """Where a speedup line crosses 1×, as a predicate ("The chain's speedup ...")."""
+    if first is None:
+        return "stays above 1× at every batch that fits"
+    if first <= 1:
+        return "is below 1× at every batch"
+    return f"falls below 1× by a batch of {first:,.0f}"
 
 
 def _first_slower(cols: Columns, mine: np.ndarray) -> float | None:
