@@ -14,6 +14,13 @@ LOOKAHEADS = (1, 2, 4, 8)
 BATCHES = np.unique(np.round(2 ** (np.arange(0, 41) / 4)).astype(int))
 
 
+def batch_axis() -> tuple[alt.Scale, alt.X]:
+    """The batch axis every speedup-against-batch figure shares: 1 to 1024 requests, log 2."""
+    scale = alt.Scale(type="log", base=2, domain=[1, 1024])
+    return scale, alt.X("batch:Q", title="Batch size (requests)", scale=scale,
+                        axis=alt.Axis(values=[1, 4, 16, 64, 256, 1024], format="d"))
+
+
 @register
 class SpeedupVsBatch(FigureKind):
     name = "speedup-vs-batch"
@@ -33,9 +40,7 @@ class SpeedupVsBatch(FigureKind):
 
     def chart(self, sliders: dict[str, Slider]) -> alt.TopLevelMixin:
         base = alt.Chart(table_data()).transform_filter(slider_filter(sliders))
-        scale = alt.Scale(type="log", base=2, domain=[1, 1024])
-        x = alt.X("batch:Q", title="Batch size (requests)", scale=scale,
-                  axis=alt.Axis(values=[1, 4, 16, 64, 256, 1024], format="d"))
+        scale, x = batch_axis()
         lines = base.mark_line(point=True, strokeWidth=2).encode(
             x=x,
             y=alt.Y("speedup:Q", title="Speedup over plain decoding (×)", scale=alt.Scale(type="log", domain=[0.1, 10])),

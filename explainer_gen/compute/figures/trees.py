@@ -9,7 +9,7 @@ from ...sources.controls import Resolved, Slider
 from ...theme import colour
 from .base import alt, Columns, FigureKind, grid_product, register, rows_at, slider_filter, slider_params, table_data, TableView
 from .longform import follows, part, stack
-from .speedup import BATCHES
+from .speedup import BATCHES, batch_axis
 
 ACCEPTANCE = Slider("a", "Acceptance rate", 0.05, 0.95, 0.05, 0.8)
 LOOKAHEAD = Slider("k", "Lookahead", 1, 8, 1, 4)
@@ -111,9 +111,7 @@ class TreeSpeedup(FigureKind):
 
     def chart(self, sliders: dict[str, Slider]) -> alt.TopLevelMixin:
         base = alt.Chart(table_data()).transform_filter(slider_filter(sliders))
-        scale = alt.Scale(type="log", base=2, domain=[1, 1024])
-        x = alt.X("batch:Q", title="Batch size (requests)", scale=scale,
-                  axis=alt.Axis(values=[1, 4, 16, 64, 256, 1024], format="d"))
+        _, x = batch_axis()
         lines = base.transform_filter("datum.fits == 1").mark_line(point=True, strokeWidth=2).encode(
             x=x, y=alt.Y("speedup:Q", title="Speedup over plain decoding (×)",
                          scale=alt.Scale(type="log", domain=[0.1, 10])),
@@ -186,10 +184,9 @@ class DraftSpeedup(FigureKind):
 
     def chart(self, sliders: dict[str, Slider]) -> alt.TopLevelMixin:
         base = alt.Chart(table_data()).transform_filter(slider_filter(sliders)).transform_filter("datum.fits == 1")
-        scale = alt.Scale(type="log", base=2, domain=[1, 1024])
+        _, x = batch_axis()
         lines = base.mark_line(strokeWidth=2).encode(
-            x=alt.X("batch:Q", title="Batch size (requests)", scale=scale,
-                    axis=alt.Axis(values=[1, 4, 16, 64, 256, 1024], format="d")),
+            x=x,
             y=alt.Y("speedup:Q", title="Speedup over plain decoding (×)", scale=alt.Scale(type="log", domain=[0.25, 8])),
             color=alt.Color("kind:N", title="Drafter", scale=alt.Scale(domain=list(KIND_LABELS.values())),
                             legend=alt.Legend(orient="bottom", direction="horizontal", columns=3)),
