@@ -9,7 +9,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: serve test test-unit test-site test-browser chromium build bench clean
+.PHONY: serve test test-unit test-site test-browser chromium build zensical bench clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -44,6 +44,10 @@ test-browser: $(VENV)/.installed chromium
 
 build: $(VENV)/.installed
 	$(VENV)/bin/mkdocs build --strict
+
+# The same site built by Zensical instead of MkDocs (explainer_gen/host_zensical.py), into site/.
+zensical: $(VENV)/.installed
+	$(PY) -m explainer_gen.host_zensical build
 
 bench: $(VENV)/.installed chromium
 	$(PY) benchmarks/bench.py

@@ -21,6 +21,7 @@ import functools
 import itertools
 import json
 import os
+import posixpath
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,8 +101,16 @@ class SiteBuild:
     """The store of one build. `code_fingerprint` hashes the code that computes (core.py)."""
 
     def __init__(self, *, root: Path, docs_dir: Path, catalogue_path: Path, cache_dir: Path | None,
-                 data_budget_kb: int, code_fingerprint: str, memory: Memory | None = None, workers: int = 1):
+                 data_budget_kb: int, code_fingerprint: str, memory: Memory | None = None, workers: int = 1,
+                 links: str = "page"):
         self.root, self.docs_dir, self.catalogue_path = root, docs_dir, Path(catalogue_path)
+        # What the `href` and `src` the build writes into a page are relative to: the page's URL
+        # ("page": MkDocs leaves such links alone), or the folder of its Markdown file ("source":
+        # Zensical rewrites every relative link from there to the page's URL). Data attributes,
+        # which only the page's scripts read, are always relative to the page's URL.
+        if links not in ("page", "source"):
+            raise ValueError(f"links must be 'page' or 'source', got {links!r}")
+        self.links = links
         self.cache = DiskCache(cache_dir)
         self.budget = data_budget_kb * 1000
         self.workers = workers  # processes that compute pages side by side (needs the disk cache)
@@ -327,7 +336,8 @@ class SiteBuild:
         and the HTML of each explainer fence by its body (in order). SourceError with file and line."""
         source = self.sources[src_uri]
         url = lambda path: relative_url(path, source.url)  # noqa: E731
-        markdown = self.refs.markdown(src_uri, markdown, self.urls, url, source.path)
+        link = self._link(source)
+        markdown = self.refs.markdown(src_uri, markdown, self.urls, link, source.path)
         build = self.pages.get(src_uri)
         if build is None:
             return markdown, {}
@@ -335,18 +345,22 @@ class SiteBuild:
         fences: dict[str, list[str]] = {}
         for fig in build.figures:
             files = self.figure_files[fig.anchor + "@" + src_uri]
-            fences.setdefault(fig.fence.body.strip(), []).append(figure_html(fig, url, files))
+            fences.setdefault(fig.fence.body.strip(), []).append(figure_html(fig, url, files, link))
         self.pictures[src_uri] = {fig.anchor: static_picture(fig.artifacts, fig.anchor) for fig in build.figures}
         if build.live:
-            root = page_root_html(build, url(self.page_json[src_uri]), url(self.bundle_path), url(self.loader_path),
+            root = page_root_html(build, url(self.page_json[src_uri]), url(self.bundle_path), link(self.loader_path),
                                   self.catalogue)
             markdown = _after_title(markdown, root)
         return markdown, fences
 
     def render_html(self, src_uri: str, html: str) -> str:
         """The page's converted HTML with its cross-references resolved."""
-        source = self.sources[src_uri]
-        return self.refs.html(src_uri, html, self.urls, lambda p: relative_url(p, source.url))
+        return self.refs.html(src_uri, html, self.urls, self._link(self.sources[src_uri]))
+
+    def _link(self, source: PageSource):
+        """Site path -> the `href` or `src` to write into `source`'s page (see `links`)."""
+        base = source.url if self.links == "page" else posixpath.dirname(source.src_uri) + "/"
+        return lambda path: relative_url(path, "" if base == "/" else base)
 
     # -- 3. finish ------------------------------------------------------------------------------
     def finish_page(self, src_uri: str, output: str) -> str:

@@ -13,14 +13,18 @@ from .markup import esc
 
 
 
-def figure_html(fig: FigureOnPage, url: Callable[[str], str], files: dict[str, str]) -> str:
+def figure_html(fig: FigureOnPage, url: Callable[[str], str], files: dict[str, str],
+                link: Callable[[str], str] | None = None) -> str:
     """The figure: live view slot, static picture, data table and CSV link.
 
-    `files` maps 'json' and 'csv' to site paths; `url` makes them page-relative. The static
+    `files` maps 'json' and 'csv' to site paths; `url` makes them page-relative for the data
+    attributes the page's scripts read, `link` (by default `url`) for the CSV's `href`, which a
+    host may rewrite (`site.SiteBuild`, `links`). The static
     picture is inline, one for both schemes: it takes its colours from the page's CSS. Here
     its frame holds a placeholder that `place_pictures` fills in the finished page, so the
     picture's thousands of nodes pass through neither Markdown nor the search index.
     """
+    link = link or url
     a = fig.artifacts
     t = a.table
     head = "".join(f'<th scope="col">{esc(h)}</th>' for h in t.headers)
@@ -40,7 +44,7 @@ def figure_html(fig: FigureOnPage, url: Callable[[str], str], files: dict[str, s
         f'<details class="eg-data"><summary>Data table</summary>'
         f'<div class="eg-table-wrap"><table><caption>{esc(t.caption)}</caption><thead><tr>{head}</tr></thead>'
         f'<tbody>{body}</tbody></table></div>'
-        f'<p class="eg-download"><a href="{esc(url(files["csv"]))}" download>Download every slider position (CSV)</a></p>'
+        f'<p class="eg-download"><a href="{esc(link(files["csv"]))}" download>Download every slider position (CSV)</a></p>'
         f'</details></figure>'
     )
 
