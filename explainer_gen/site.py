@@ -346,7 +346,7 @@ class SiteBuild:
         for fig in build.figures:
             files = self.figure_files[fig.anchor + "@" + src_uri]
             fences.setdefault(fig.fence.body.strip(), []).append(figure_html(fig, url, files, link))
-        self.pictures[src_uri] = {fig.anchor: static_picture(fig.artifacts, fig.anchor) for fig in build.figures}
+        self._pictures(src_uri)
         if build.live:
             root = page_root_html(build, url(self.page_json[src_uri]), url(self.bundle_path), link(self.loader_path),
                                   self.catalogue)
@@ -357,6 +357,15 @@ class SiteBuild:
         """The page's converted HTML with its cross-references resolved."""
         return self.refs.html(src_uri, html, self.urls, self._link(self.sources[src_uri]))
 
+    def _pictures(self, src_uri: str) -> dict[str, str]:
+        """The page's static pictures by figure anchor, drawn once: when its Markdown is converted,
+        or when the page is finished by a host that converted it in another process (Zensical)."""
+        if src_uri not in self.pictures:
+            build = self.pages.get(src_uri)
+            self.pictures[src_uri] = ({fig.anchor: static_picture(fig.artifacts, fig.anchor) for fig in build.figures}
+                                      if build else {})
+        return self.pictures[src_uri]
+
     def _link(self, source: PageSource):
         """Site path -> the `href` or `src` to write into `source`'s page (see `links`)."""
         base = source.url if self.links == "page" else posixpath.dirname(source.src_uri) + "/"
@@ -366,7 +375,7 @@ class SiteBuild:
     def finish_page(self, src_uri: str, output: str) -> str:
         """The finished HTML page (theme and all): static pictures placed, the chart font preloaded."""
         source = self.sources.get(src_uri)
-        output = place_pictures(output, self.pictures.get(src_uri, {}))
+        output = place_pictures(output, self._pictures(src_uri) if source is not None else {})
         if source is not None and 'class="eg-static"' in output:
             # The chart font, early: static pictures are laid out for it.
             fonts = "".join(f'<link rel="preload" href="{relative_url(f"{ASSETS}/{path}", source.url)}" '
