@@ -237,10 +237,39 @@ def sideways(page, path: str, when: str) -> list[str]:
 
 # -- 1. one picture, in the scheme's colours, before and after a figure goes live --------------------
 
+def figures_gone_live(page, base_url: str, paths: list[str], scheme: str, phone: bool, problems: list[str]):
+    """Every page in the scheme, and on it every figure: one static picture before the reader
+    reaches for it, then the live view alone. Yields (name, figure) once it is live; what is wrong
+    goes into `problems`, as does a page that scrolls sideways, on load or with its figures live.
+    The checks each host's build must pass (test_zensical runs them on Zensical's)."""
+    material, index = SCHEMES[scheme]
+    for path in paths:
+        park(page)  # nothing under the pointer when the page arrives
+        page.goto(base_url + path)
+        assert page.evaluate("document.body.getAttribute('data-md-color-scheme')") == material, path
+        problems += sideways(page, path, "on load")
+        figures = page.locator(".eg-figure[data-eg-figure]")
+        for i in range(figures.count()):
+            fig = figures.nth(i)
+            name = f"{path}#{fig.get_attribute('id')}"
+            problems += one_static_picture(page, fig, f"{name} before it goes live", index)
+            try:
+                reach(page, fig, phone, timeout=15_000)
+            except PlaywrightTimeout as exc:
+                problems.append(f"{name}: could not be reached for: {str(exc).splitlines()[0]}")
+                continue
+            shown = fig.evaluate(PICTURES)
+            if kinds(shown) != ["live"]:
+                problems.append(f"{name}: once live it displays {kinds(shown)}, not ['live']")
+            yield name, fig
+        if figures.count():
+            problems += sideways(page, path, "with its figures live")
+
+
 @pytest.mark.parametrize("screen", list(SCREENS))
 @pytest.mark.parametrize("scheme", list(SCHEMES))
 def test_each_figure_displays_one_picture_before_and_after_it_goes_live(site, base_url, browser, scheme, screen):
-    material, index = SCHEMES[scheme]
+    index = SCHEMES[scheme][1]
     phone = screen == "phone"
     # A high-DPI screen: the live view must be sharp on it, and its labels' colour is read there.
     context = browser.new_context(color_scheme=scheme, device_scale_factor=2, **SCREENS[screen])
@@ -248,38 +277,19 @@ def test_each_figure_displays_one_picture_before_and_after_it_goes_live(site, ba
     problems: list[str] = []
     figures_seen = 0
     try:
-        for path in built_pages(site):
-            park(page)  # nothing under the pointer when the page arrives
-            page.goto(base_url + path)
-            assert page.evaluate("document.body.getAttribute('data-md-color-scheme')") == material, path
-            problems += sideways(page, path, "on load")
-            figures = page.locator(".eg-figure[data-eg-figure]")
-            for i in range(figures.count()):
-                fig = figures.nth(i)
-                name = f"{path}#{fig.get_attribute('id')}"
-                problems += one_static_picture(page, fig, f"{name} before it goes live", index)
-                try:
-                    reach(page, fig, phone, timeout=15_000)
-                except PlaywrightTimeout as exc:
-                    problems.append(f"{name}: could not be reached for: {str(exc).splitlines()[0]}")
-                    continue
-                shown = fig.evaluate(PICTURES)
-                if kinds(shown) != ["live"]:
-                    problems.append(f"{name}: once live it displays {kinds(shown)}, not ['live']")
-                muted = PALETTE["muted"][index]
-                fills, drawn = live_label_colour(page, fig)
-                if fills != {muted} or drawn != muted:
-                    problems.append(f"{name}: live axis labels are painted {sorted(fills)} and displayed {drawn}, "
-                                    f"not {muted}")
-                families = {first_family(t["font"]) for t in fig.evaluate(LIVE_TEXTS)}
-                if families != {FONT_FAMILY} or not page.evaluate(CHART_FONT_LOADED):
-                    problems.append(f"{name}: live labels are set in {sorted(families)}, chart font loaded: "
-                                    f"{page.evaluate(CHART_FONT_LOADED)}")
-                if not fig.evaluate(SHARP):
-                    problems.append(f"{name}: the live view has fewer pixels than the screen it is drawn on")
-                figures_seen += 1
-            if figures.count():
-                problems += sideways(page, path, "with its figures live")
+        for name, fig in figures_gone_live(page, base_url, built_pages(site), scheme, phone, problems):
+            muted = PALETTE["muted"][index]
+            fills, drawn = live_label_colour(page, fig)
+            if fills != {muted} or drawn != muted:
+                problems.append(f"{name}: live axis labels are painted {sorted(fills)} and displayed {drawn}, "
+                                f"not {muted}")
+            families = {first_family(t["font"]) for t in fig.evaluate(LIVE_TEXTS)}
+            if families != {FONT_FAMILY} or not page.evaluate(CHART_FONT_LOADED):
+                problems.append(f"{name}: live labels are set in {sorted(families)}, chart font loaded: "
+                                f"{page.evaluate(CHART_FONT_LOADED)}")
+            if not fig.evaluate(SHARP):
+                problems.append(f"{name}: the live view has fewer pixels than the screen it is drawn on")
+            figures_seen += 1
     finally:
         context.close()
     assert figures_seen >= len(figure_pages(site)) > 0
