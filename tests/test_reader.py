@@ -41,6 +41,12 @@ def pages(site):
 
 
 def test_every_page_loads_cleanly_in_light_and_dark(browser, base_url, site, pages):
+    loads_cleanly(browser, base_url, pages)
+
+
+def loads_cleanly(browser, base_url: str, pages: list[str]) -> None:
+    """Every page in both schemes: the scheme applied, nothing logged or failed, no axe violation,
+    every live view a named image. Each host's build must pass it (test_zensical runs it too)."""
     from axe_playwright_python.sync_playwright import Axe
 
     axe = Axe()

@@ -19,7 +19,7 @@ import pytest
 
 from helpers import REPO, article, env, numbers_in, serve
 from test_pictures import SCHEMES, figures_gone_live
-from test_reader import live_views_are_named_images, site_pages
+from test_reader import live_views_are_named_images, loads_cleanly, site_pages
 
 HOST = [sys.executable, "-m", "explainer_gen.host_zensical", "build"]
 
@@ -145,3 +145,10 @@ def test_readers_see_one_picture_per_figure_then_the_live_view_under_zensical(ze
         context.close()
     assert sum(live.values()) >= 19
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.browser
+def test_every_zensical_page_loads_cleanly_in_light_and_dark(zensical_site, zensical_url, browser):
+    """test_reader's first check on the Zensical build: no console error, no failed request, no
+    axe violation (its footer link needed an underline), the scheme applied."""
+    loads_cleanly(browser, zensical_url, site_pages(zensical_site))
