@@ -19,7 +19,8 @@ import pytest
 
 from helpers import REPO, article, env, numbers_in, serve
 from test_pictures import SCHEMES, figures_gone_live
-from test_reader import live_views_are_named_images, loads_cleanly, site_pages
+from test_reader import (instant_navigation_renders_each_figure_once, live_views_are_named_images, loads_cleanly,
+                         site_pages, works_under_a_subpath)
 
 HOST = [sys.executable, "-m", "explainer_gen.host_zensical", "build"]
 
@@ -152,3 +153,14 @@ def test_every_zensical_page_loads_cleanly_in_light_and_dark(zensical_site, zens
     """test_reader's first check on the Zensical build: no console error, no failed request, no
     axe violation (its footer link needed an underline), the scheme applied."""
     loads_cleanly(browser, zensical_url, site_pages(zensical_site))
+
+
+@pytest.mark.browser
+def test_instant_navigation_renders_each_figure_once_under_zensical(zensical_site, zensical_url, browser):
+    instant_navigation_renders_each_figure_once(browser, zensical_url, zensical_site)
+
+
+@pytest.mark.browser
+def test_zensical_site_works_under_a_subpath(browser, tmp_path):
+    """The links Zensical rewrites (glossary, citations, CSV, the loader) must land under /inference/."""
+    works_under_a_subpath(browser, tmp_path, zensical_build)

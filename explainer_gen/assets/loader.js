@@ -552,6 +552,10 @@
     var gen = generation;
     var root = document.querySelector(".eg-page[data-eg-page]");
     if (!root) return;
+    // The page's <noscript> hides the controls from readers without JavaScript. Zensical's
+    // instant navigation parses the new page with scripting off, so the style inside comes
+    // alive there and would hide them from everyone: with the script running, it goes.
+    Array.prototype.forEach.call(root.querySelectorAll("noscript"), function (n) { n.remove(); });
     bundleUrl = resolve(root, "data-eg-bundle");
     figures = Array.prototype.slice.call(document.querySelectorAll(".eg-figure[data-eg-figure]")).map(function (el) {
       var params = Array.prototype.map.call(el.querySelectorAll(".eg-controls input[data-eg-param]"),
