@@ -9,7 +9,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: serve test test-unit test-site test-browser chromium build zensical bench clean
+.PHONY: serve test test-unit test-site test-browser chromium build zensical zensical-serve bench clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -48,6 +48,10 @@ build: $(VENV)/.installed
 # The same site built by Zensical instead of MkDocs (explainer_gen/host_zensical.py), into site/.
 zensical: $(VENV)/.installed
 	$(PY) -m explainer_gen.host_zensical build
+
+# The same with a server that rebuilds on every edit and reloads open pages, as `make serve` does.
+zensical-serve: $(VENV)/.installed
+	$(PY) -m explainer_gen.host_zensical serve -a 127.0.0.1:8000
 
 bench: $(VENV)/.installed chromium
 	$(PY) benchmarks/bench.py

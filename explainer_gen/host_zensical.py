@@ -152,6 +152,35 @@ def build(config_file: Path, zensical: str = "zensical", site_dir: Path | None =
         print(f"explainer: {exc}", file=sys.stderr)
         return 1
     staging = Staging(str(site_dir or cfg.site_dir))
+    try:
+        whole = convert(config_file, cfg, zensical, staging.stage)
+        if whole:
+            write_generated(staging.stage, generated)
+            for src_uri, source in site.sources.items():
+                page = _page_file(staging.stage, source.url)
+                if page.exists():
+                    page.write_text(site.finish_page(src_uri, page.read_text(encoding="utf-8")), encoding="utf-8")
+    except SourceError as exc:
+        print(f"explainer: {exc}", file=sys.stderr)
+        whole = False
+    except BaseException:
+        staging.discard()
+        raise
+    if not whole:  # the last good site stays as it was
+        staging.discard()
+        return 1
+    staging.commit()
+    return 0
+
+
+def _page_file(site_dir: Path, url: str) -> Path:
+    """The file a page's URL names: `dir/` is dir/index.html; `page.html` (use_directory_urls off) itself."""
+    return site_dir / url / "index.html" if url in ("", ".") or url.endswith("/") else site_dir / url
+
+
+def convert(config_file: Path, cfg, zensical: str, stage: Path) -> bool:
+    """Step 2: Zensical converts the pages into `stage`. False, with Zensical's message on
+    stderr, when it fails; then nothing of its output is kept."""
     zroot = config_file.parent / ZENSICAL_ROOT
     zroot.mkdir(parents=True, exist_ok=True)
     # A copy of the docs (Zensical resolves links, and wants its docs inside its own folder).
@@ -166,15 +195,10 @@ def build(config_file: Path, zensical: str = "zensical", site_dir: Path | None =
                             capture_output=True, text=True)
     if result.returncode != 0 or not (zroot / "site" / "index.html").exists():
         print(_zensical_error(result.stderr or result.stdout), file=sys.stderr)
-        return 1
-    os.replace(zroot / "site", staging.stage)
-    write_generated(staging.stage, generated)
-    for src_uri, source in site.sources.items():
-        page = staging.stage / source.url / "index.html" if cfg.use_directory_urls else None
-        if page is not None and page.exists():
-            page.write_text(site.finish_page(src_uri, page.read_text(encoding="utf-8")), encoding="utf-8")
-    staging.commit()
-    return 0
+        shutil.rmtree(zroot / "site", ignore_errors=True)
+        return False
+    os.replace(zroot / "site", stage)
+    return True
 
 
 def write_generated(site_dir: Path, generated: dict) -> None:
@@ -197,14 +221,133 @@ def _zensical_error(output: str) -> str:
     return (ours[-1].split("SourceError: ", 1)[-1] if ours else "\n".join(lines[-20:])) or "zensical build failed"
 
 
+# -- serve: `mkdocs serve` for the Zensical host ------------------------------------------------
+
+# Added to every HTML page as it is served (never to the files): it asks which build the server
+# holds, and reloads the page once a newer one has been swapped in.
+RELOAD_PATH = "/.explainer-build"
+RELOAD_SCRIPT = ("<script>(() => { let seen = null; setInterval(async () => { try {"
+                 f" const r = await fetch('{RELOAD_PATH}', {{cache: 'no-store'}}); const now = await r.text();"
+                 " if (seen !== null && now !== seen) location.reload(); seen = now; } catch (e) {} }, 1000);"
+                 " })();</script>")
+
+
+def watched(config_file: Path) -> list[Path]:
+    """What a rebuild reads: the config, the docs, the catalogue, and the code that computes
+    (the models and this package, whose edits only a new process sees)."""
+    from .compute.cache import MODELS_ROOT, PACKAGE_ROOT
+
+    cfg = load(config_file)
+    opts = cfg.plugins["explainer"].config
+    catalogue = Path(opts.catalogue) if opts.catalogue else None
+    if catalogue is not None and not catalogue.is_absolute():
+        catalogue = config_file.parent / catalogue
+    from models.catalogue import CATALOGUE_PATH
+    return [config_file, Path(cfg.docs_dir), catalogue or Path(CATALOGUE_PATH), MODELS_ROOT, PACKAGE_ROOT]
+
+
+def snapshot(paths: list[Path]) -> dict[str, tuple[int, int]]:
+    """Each watched file's modification time and size: a change to any of them is a change."""
+    out = {}
+    for root in paths:
+        for path in ([root] if root.is_file() else sorted(root.rglob("*")) if root.is_dir() else []):
+            if path.is_file() and "__pycache__" not in path.parts:
+                st = path.stat()
+                out[str(path)] = (st.st_mtime_ns, st.st_size)
+    return out
+
+
+class _Served:
+    """The serving side: the site folder as it stands, pages with the reload script."""
+
+    def __init__(self, site_dir: Path):
+        import http.server
+
+        self.build = 0
+        served = self
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, directory=str(site_dir), **kwargs)
+
+            def log_message(self, *args) -> None:  # quiet: the build's messages are what matters
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                if self.path.split("?")[0] == RELOAD_PATH:
+                    return self._send(str(served.build).encode(), "text/plain")
+                target = Path(self.translate_path(self.path))
+                if target.is_dir():
+                    target = target / "index.html"
+                if target.suffix == ".html" and target.is_file() and self.path.split("?")[0].endswith(("/", ".html")):
+                    page = target.read_bytes().replace(b"</body>", RELOAD_SCRIPT.encode() + b"</body>", 1)
+                    return self._send(page, "text/html; charset=utf-8")
+                return super().do_GET()
+
+            def _send(self, body: bytes, kind: str) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Cache-Control", "no-store")
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.handler = Handler
+
+
+def serve(config_file: Path, zensical: str, address: str = "127.0.0.1:8000", interval: float = 0.5) -> int:
+    """Build, serve the site at `address`, and rebuild whenever a watched file changes. Each
+    build runs in a new process (an edited model is read afresh); a failed one prints its
+    message and leaves the last good site served. Open pages reload after each good build."""
+    import http.server
+    import threading
+    import time
+
+    config_file = Path(config_file).resolve()
+    site_dir = Path(load(config_file).site_dir)
+    command = [sys.executable, "-m", MODULE, "build", "-f", str(config_file), "--zensical", zensical]
+
+    def rebuild() -> bool:
+        started = time.monotonic()
+        ok = subprocess.run(command, cwd=config_file.parent).returncode == 0
+        print(f"explainer: {'built' if ok else 'build failed; still serving the last good site'}"
+              f" in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+        return ok
+
+    rebuild()
+    served = _Served(site_dir)
+    host, _, port = address.rpartition(":")
+    server = http.server.ThreadingHTTPServer((host or "127.0.0.1", int(port)), served.handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    print(f"explainer: serving {site_dir} at http://{host or '127.0.0.1'}:{server.server_address[1]}/",
+          file=sys.stderr, flush=True)
+    paths = watched(config_file)
+    seen = snapshot(paths)
+    try:
+        while True:
+            time.sleep(interval)
+            now = snapshot(paths)
+            if now != seen:
+                seen = now
+                if rebuild():
+                    served.build += 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        server.shutdown()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m explainer_gen.host_zensical")
-    ap.add_argument("command", choices=["build"])
+    ap.add_argument("command", choices=["build", "serve"])
     ap.add_argument("-f", "--config-file", default="mkdocs.yml")
-    ap.add_argument("-d", "--site-dir", type=Path, help="where the site goes (default: mkdocs.yml's site_dir)")
+    ap.add_argument("-d", "--site-dir", type=Path, help="where `build` puts the site (default: mkdocs.yml's site_dir)")
+    ap.add_argument("-a", "--dev-addr", default="127.0.0.1:8000", help="where `serve` serves the site")
     ap.add_argument("--zensical", default=str(Path(sys.executable).with_name("zensical")),
                     help="the zensical command (default: the one beside this Python)")
     args = ap.parse_args(argv)
+    if args.command == "serve":
+        return serve(Path(args.config_file), args.zensical, args.dev_addr)
     return build(Path(args.config_file), args.zensical, args.site_dir)
 
 

@@ -15,7 +15,7 @@ settings.register_profile("project", deadline=None, derandomize=True)
 settings.load_profile("project")
 
 import helpers  # noqa: E402
-from helpers import launch_chromium, mkdocs_build, serve  # noqa: E402
+from helpers import launch_chromium, mkdocs_build, serve, zensical_build  # noqa: E402
 
 # Tiers: every test is in one, sorted here by what it uses, so a new test needs no mark.
 #   browser  uses the `browser` or `page` fixture, or starts Playwright itself;
@@ -27,7 +27,7 @@ from helpers import launch_chromium, mkdocs_build, serve  # noqa: E402
 # test overrides the sorting. A unit-tier test that builds a site anyway fails, naming the fix.
 TIERS = ("unit", "site", "browser")
 BROWSER_FIXTURES = {"browser", "page"}
-SITE_FIXTURES = {"site", "base_url"}
+SITE_FIXTURES = {"site", "base_url", "mkdocs_site", "mkdocs_url", "zensical_site", "zensical_url"}
 SLOW_UNIT_SECONDS = 2.0
 _TESTS = Path(__file__).resolve().parent
 _MISSING = object()
@@ -36,8 +36,8 @@ _durations: dict[str, float] = {}  # seconds per test id, setup to teardown
 
 
 # What puts a test in a tier when it calls or names it (by identity: all are module-level objects).
-_TRIGGERS = {id(helpers.mkdocs_build): "site", id(helpers.copy_project): "site", id(helpers.MKDOCS): "site",
-             id(helpers.launch_chromium): "browser"}
+_TRIGGERS = {id(helpers.mkdocs_build): "site", id(helpers.zensical_build): "site", id(helpers.copy_project): "site",
+             id(helpers.MKDOCS): "site", id(helpers.launch_chromium): "browser"}
 
 
 def _tier_of_object(obj) -> str | None:
@@ -181,9 +181,25 @@ def pytest_terminal_summary(terminalreporter, config):
             terminalreporter.write_line(f"{d:6.2f}s {n}")
 
 
+# The real site, as each host builds it from the same mkdocs.yml and docs/: MkDocs with the
+# plugin (`make build`) and Zensical through explainer_gen.host_zensical (`make zensical`).
+# Tests take `site` and `base_url`; those of a module or test marked `@pytest.mark.hosts` run once
+# per host (ids `[mkdocs]`, `[zensical]`), and the rest see the MkDocs build. Each host's site is
+# built once per run, whichever tests share it.
+HOSTS = ("mkdocs", "zensical")
+
+
+def pytest_generate_tests(metafunc):
+    marker = metafunc.definition.get_closest_marker("hosts")
+    if marker and "host" in metafunc.fixturenames:
+        unknown = set(marker.args) - set(HOSTS)
+        assert not unknown, f"@pytest.mark.hosts names unknown hosts {sorted(unknown)}; known: {HOSTS}"
+        metafunc.parametrize("host", list(marker.args or HOSTS), indirect=True, scope="module")
+
+
 @pytest.fixture(scope="session")
-def site(tmp_path_factory):
-    """The real mkdocs.yml, built once with --strict into a temporary folder."""
+def mkdocs_site(tmp_path_factory):
+    """The real mkdocs.yml, built once by MkDocs with --strict into a temporary folder."""
     dest = tmp_path_factory.mktemp("site")
     result = mkdocs_build(dest)
     assert result.returncode == 0, result.stderr
@@ -191,9 +207,40 @@ def site(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def base_url(site):
-    with serve(site) as url:
+def zensical_site(tmp_path_factory):
+    """The real mkdocs.yml, built once by Zensical into a temporary folder."""
+    dest = tmp_path_factory.mktemp("zensical") / "site"
+    result = zensical_build(dest)
+    assert result.returncode == 0, result.stderr
+    return dest
+
+
+@pytest.fixture(scope="session")
+def mkdocs_url(mkdocs_site):
+    with serve(mkdocs_site) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def zensical_url(zensical_site):
+    with serve(zensical_site) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def host(request) -> str:
+    """The host whose build `site` and `base_url` are: MkDocs unless the test is marked `hosts`."""
+    return getattr(request, "param", "mkdocs")
+
+
+@pytest.fixture(scope="module")
+def site(host, request) -> Path:
+    return request.getfixturevalue(f"{host}_site")
+
+
+@pytest.fixture(scope="module")
+def base_url(host, request) -> str:
+    return request.getfixturevalue(f"{host}_url")
 
 
 @pytest.fixture(scope="session")

@@ -94,6 +94,18 @@ def mkdocs_build(dest: Path, config: Path = REPO / "mkdocs.yml", strict: bool = 
     return subprocess.run(cmd, capture_output=True, text=True, env=env(), cwd=cwd or config.parent)
 
 
+ZENSICAL_HOST = [sys.executable, "-m", "explainer_gen.host_zensical", "build"]
+
+
+def zensical_build(dest: Path, config: Path = REPO / "mkdocs.yml", zensical: Path | None = None
+                   ) -> subprocess.CompletedProcess:
+    """The site of `config` built by Zensical (`make zensical`) into `dest`; `zensical` stands in
+    for the zensical command."""
+    assert TIER != "unit", "a unit-tier test builds a site: mark it @pytest.mark.site"
+    command = ZENSICAL_HOST + ["-f", str(config), "-d", str(dest)] + (["--zensical", str(zensical)] if zensical else [])
+    return subprocess.run(command, capture_output=True, text=True, env=env(), cwd=config.parent, timeout=900)
+
+
 def with_plugin_options(base: Path, dest: Path, **options) -> Path:
     """`dest`: the MkDocs config `base` with the explainer plugin's options set (values as YAML)."""
     text = base.read_text()

@@ -1,8 +1,12 @@
 """The built site in Debian's Chromium: figures draw, sliders move them, nothing leaves 127.0.0.1."""
 from __future__ import annotations
 
+import pytest
+
 from helpers import wait_for_figures
 from test_browser_figures import LIVE_FIGURE, SETTLED
+
+pytestmark = pytest.mark.hosts()  # on both hosts' builds (tests/conftest.py)
 
 SPEC = "explainers/speculative-decoding/"
 

@@ -8,6 +8,8 @@ import pytest
 from helpers import wait_for_figures
 from test_pictures import screenshot_rgb
 
+pytestmark = pytest.mark.hosts()  # on both hosts' builds (tests/conftest.py)
+
 # page -> (figure anchor, slider labels that figure binds); a figure without sliders must still draw.
 FIGURES = {
     "explainers/roofline/": [("fig-roofline", ["Prompt length (tokens)", "Decode batch (requests)"]),

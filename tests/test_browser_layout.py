@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.hosts()  # on both hosts' builds (tests/conftest.py)
+
 DESKTOP, PHONE = (1280, 900), (390, 844)
 MAX_TABS = 500
 

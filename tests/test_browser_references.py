@@ -5,6 +5,10 @@ page as a keyboard user would and check what is on screen.
 """
 from __future__ import annotations
 
+import pytest
+
+pytestmark = pytest.mark.hosts()  # on both hosts' builds (tests/conftest.py)
+
 SPEC = "explainers/speculative-decoding/"
 MAX_TABS = 400
 

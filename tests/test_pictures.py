@@ -240,8 +240,7 @@ def sideways(page, path: str, when: str) -> list[str]:
 def figures_gone_live(page, base_url: str, paths: list[str], scheme: str, phone: bool, problems: list[str]):
     """Every page in the scheme, and on it every figure: one static picture before the reader
     reaches for it, then the live view alone. Yields (name, figure) once it is live; what is wrong
-    goes into `problems`, as does a page that scrolls sideways, on load or with its figures live.
-    The checks each host's build must pass (test_zensical runs them on Zensical's)."""
+    goes into `problems`, as does a page that scrolls sideways, on load or with its figures live."""
     material, index = SCHEMES[scheme]
     for path in paths:
         park(page)  # nothing under the pointer when the page arrives
@@ -266,6 +265,7 @@ def figures_gone_live(page, base_url: str, paths: list[str], scheme: str, phone:
             problems += sideways(page, path, "with its figures live")
 
 
+@pytest.mark.hosts()
 @pytest.mark.parametrize("screen", list(SCREENS))
 @pytest.mark.parametrize("scheme", list(SCHEMES))
 def test_each_figure_displays_one_picture_before_and_after_it_goes_live(site, base_url, browser, scheme, screen):
@@ -653,6 +653,7 @@ def static_pictures_problems(page, figures, path: str, where: str) -> list[str]:
     return problems
 
 
+@pytest.mark.hosts()
 def test_without_javascript_each_figure_displays_one_picture_and_its_table(site, base_url, browser):
     context = browser.new_context(java_script_enabled=False, **SCREENS["desktop"])
     page = context.new_page()
@@ -668,6 +669,7 @@ def test_without_javascript_each_figure_displays_one_picture_and_its_table(site,
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.hosts()
 @pytest.mark.parametrize("scheme", list(SCHEMES))
 def test_in_print_each_figure_displays_one_picture_and_its_table(site, base_url, browser, scheme):
     """Printed after the figures went live: the static picture, in the light palette (the

@@ -1,4 +1,7 @@
-"""Readers' experience on every page of the built site, in Debian's Chromium."""
+"""Readers' experience on every page of the built site, in Debian's Chromium.
+
+Every check runs on both hosts' builds of the site (`hosts`, tests/conftest.py): readers must not
+be able to tell whether MkDocs or Zensical built what they read."""
 from __future__ import annotations
 
 import html
@@ -8,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers import REPO, copy_project, mkdocs_build, serve, wait_for_figures
+from helpers import REPO, copy_project, mkdocs_build, serve, wait_for_figures, zensical_build
 from conftest import PageWatch
 from test_browser_figures import DRAWING
 from test_pictures import LIVE_TEXTS, live_label_colour
@@ -17,6 +20,9 @@ ARTIFACTS = REPO / "test-artifacts"
 from explainer_gen.theme import PALETTE  # noqa: E402
 
 DARK_FG = PALETTE["muted"][1]  # the dark scheme's axis label colour
+BUILDS = {"mkdocs": mkdocs_build, "zensical": zensical_build}  # each host's build of a config
+
+pytestmark = pytest.mark.hosts()
 
 
 def site_pages(site: Path) -> list[str]:
@@ -41,13 +47,9 @@ def pages(site):
     return found
 
 
-def test_every_page_loads_cleanly_in_light_and_dark(browser, base_url, site, pages):
-    loads_cleanly(browser, base_url, pages)
-
-
-def loads_cleanly(browser, base_url: str, pages: list[str]) -> None:
+def test_every_page_loads_cleanly_in_light_and_dark(browser, base_url, pages):
     """Every page in both schemes: the scheme applied, nothing logged or failed, no axe violation,
-    every live view a named image. Each host's build must pass it (test_zensical runs it too)."""
+    every live view a named image."""
     from axe_playwright_python.sync_playwright import Axe
 
     axe = Axe()
@@ -81,10 +83,6 @@ def live_views_are_named_images(page) -> None:
         expect(view).to_have_accessible_description(fig.locator(".eg-desc").text_content().strip())
 
 
-def test_instant_navigation_renders_each_figure_once(browser, base_url, site):
-    instant_navigation_renders_each_figure_once(browser, base_url, site)
-
-
 # The resources a page has fetched from `name`: the Vega bundle must be fetched once a tab (a
 # host's instant navigation may drop the <script> element that loaded it, so the count of such
 # elements says nothing).
@@ -98,8 +96,7 @@ def heading(site: Path, path: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", inner)).strip()[:30]
 
 
-def instant_navigation_renders_each_figure_once(browser, base_url: str, site: Path) -> None:
-    """Each host's build must pass it (test_zensical runs it on Zensical's)."""
+def test_instant_navigation_renders_each_figure_once(browser, base_url, site):
     figs = figure_pages(site)
     assert len(figs) >= 2
     context = browser.new_context()
@@ -314,19 +311,14 @@ def test_pages_workflow_keeps_the_figure_cache_and_pips_between_deploys():
     assert key.startswith(prefix.strip())
 
 
-def test_site_works_under_a_subpath(browser, tmp_path):
-    works_under_a_subpath(browser, tmp_path, mkdocs_build)
-
-
-def works_under_a_subpath(browser, tmp_path: Path, build) -> None:
-    """The site built by `build(dest, config)` and served under /inference/, as GitHub Pages serves
-    a project's site: every page loads with its figures, and every request stays under the prefix.
-    Each host's build must pass it (test_zensical runs it on Zensical's)."""
+def test_site_works_under_a_subpath(browser, tmp_path, host):
+    """The site built by the host and served under /inference/, as GitHub Pages serves a project's
+    site: every page loads with its figures, and every request stays under the prefix."""
     project = copy_project(tmp_path / "project")
     with serve(tmp_path / "out", prefix="inference") as url:
         cfg = (project / "mkdocs.yml").read_text()
         (project / "mkdocs.yml").write_text(re.sub(r"^site_url:.*$", f"site_url: {url}", cfg, flags=re.M))
-        result = build(tmp_path / "out", project / "mkdocs.yml")
+        result = BUILDS[host](tmp_path / "out", project / "mkdocs.yml")
         assert result.returncode == 0, result.stderr
         context = browser.new_context()
         host = url.split("/")[2]

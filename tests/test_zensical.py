@@ -4,8 +4,9 @@ Against the MkDocs build: the same generated files byte for byte, and in every p
 computed numbers, the same links to figures, data, citations and glossary terms. Only the
 theme's own markup may differ. Then what an author meets: a mistake named by file and line, with
 no traceback, and the last good site kept; a rebuild after the data changed shows the new
-numbers (Zensical alone would serve the page from its cache); two builds are identical. And what
-a reader meets, in Chromium: the checks of test_pictures and test_reader on the Zensical build.
+numbers (Zensical alone would serve the page from its cache); two builds are identical; a
+failure inside Zensical keeps the last site too. What a reader meets is checked on both hosts'
+builds by the browser tests marked `hosts` (test_reader, test_pictures, test_browser*).
 """
 from __future__ import annotations
 
@@ -13,29 +14,15 @@ import re
 import shutil
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 
-from helpers import REPO, article, env, numbers_in, serve
-from test_pictures import SCHEMES, figures_gone_live
-from test_reader import (instant_navigation_renders_each_figure_once, live_views_are_named_images, loads_cleanly,
-                         site_pages, works_under_a_subpath)
-
-HOST = [sys.executable, "-m", "explainer_gen.host_zensical", "build"]
-
-
-def zensical_build(dest: Path, config: Path = REPO / "mkdocs.yml") -> subprocess.CompletedProcess:
-    return subprocess.run(HOST + ["-f", str(config), "-d", str(dest)], capture_output=True, text=True, env=env(),
-                          cwd=config.parent, timeout=900)
-
-
-@pytest.fixture(scope="module")
-def zensical_site(tmp_path_factory):
-    dest = tmp_path_factory.mktemp("zensical") / "site"
-    result = zensical_build(dest)
-    assert result.returncode == 0, result.stderr
-    return dest
+from explainer_gen.host_zensical import RELOAD_PATH, RELOAD_SCRIPT, ZENSICAL_ROOT
+from helpers import REPO, article, env, mkdocs_build, numbers_in, zensical_build
+from test_reader import site_pages
 
 
 def files(root: Path, under: str) -> dict[str, bytes]:
@@ -76,12 +63,12 @@ def test_the_comparison_sees_a_link_gone_wrong():
     assert sorted(set(OURS.findall(mine.replace("../../", "../../../")))) != sorted(set(OURS.findall(mine)))
 
 
-def tiny_project(root: Path, page: str) -> Path:
+def tiny_project(root: Path, page: str, settings: str = "") -> Path:
     """A one-page project with its own catalogue, which a test may edit."""
     (root / "docs").mkdir(parents=True)
     shutil.copy(REPO / "models/catalogue.yaml", root / "catalogue.yaml")
     (root / "mkdocs.yml").write_text(
-        "site_name: Tiny\nsite_url: http://127.0.0.1:8000/\ntheme:\n  name: material\n"
+        "site_name: Tiny\nsite_url: http://127.0.0.1:8000/\ntheme:\n  name: material\n" + settings +
         "plugins:\n  - explainer:\n      catalogue: catalogue.yaml\n      workers: 1\n", encoding="utf-8")
     (root / "docs/index.md").write_text(page, encoding="utf-8")
     return root / "mkdocs.yml"
@@ -121,46 +108,107 @@ def test_a_rebuild_shows_changed_data_and_builds_are_reproducible(tmp_path):
     assert "80.6" in page and "70.6" not in page
 
 
-@pytest.fixture(scope="module")
-def zensical_url(zensical_site):
-    with serve(zensical_site) as url:
-        yield url
+# A Zensical that fails while converting, after it has written part of its output, as Zensical
+# 0.0.73 does when an extension raises: a traceback, with the explainer's message last.
+FAILING_ZENSICAL = """#!{python}
+import pathlib, sys
+out = pathlib.Path(sys.argv[sys.argv.index("-f") + 1]).parent / "site"
+out.mkdir(exist_ok=True)
+(out / "index.html").write_text("half a site")
+print("Traceback (most recent call last):\\n  File \\"markdown/core.py\\", line 1\\n"
+      "models.yamlsource.SourceError: docs/index.md:3: a mistake found while converting", file=sys.stderr)
+sys.exit(1)
+"""
 
 
-@pytest.mark.browser
-@pytest.mark.parametrize("scheme", list(SCHEMES))
-def test_readers_see_one_picture_per_figure_then_the_live_view_under_zensical(zensical_site, zensical_url, browser,
-                                                                               scheme):
-    """test_pictures' first check and test_reader's naming of live views, on the Zensical build."""
-    context = browser.new_context(color_scheme=scheme, viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    problems: list[str] = []
-    live: dict[str, int] = {}
+@pytest.mark.site
+def test_a_failure_while_zensical_converts_keeps_the_last_site(tmp_path):
+    """Past our own collect step, Zensical itself may fail: its message is passed on without its
+    traceback, the build fails, and neither its half-written output nor a staging folder is left."""
+    config = tiny_project(tmp_path, "# Tiny\n\nThe target holds {{ params('target') / 1e9 | .1f }} billion weights.\n")
+    assert zensical_build(tmp_path / "site", config).returncode == 0
+    before = tree(tmp_path / "site")
+    failing = tmp_path / "zensical"
+    failing.write_text(FAILING_ZENSICAL.format(python=sys.executable), encoding="utf-8")
+    failing.chmod(0o755)
+    bad = zensical_build(tmp_path / "site", config, zensical=failing)
+    assert bad.returncode == 1
+    assert bad.stderr.strip() == "docs/index.md:3: a mistake found while converting", bad.stderr
+    assert tree(tmp_path / "site") == before
+    assert [p.name for p in tmp_path.iterdir() if "staging" in p.name or ".old-" in p.name] == []
+    assert not (tmp_path / ZENSICAL_ROOT / "site").exists()
+
+
+@pytest.mark.site
+def test_pages_named_by_file_are_finished_too(tmp_path):
+    """With use_directory_urls off, a page is `sub/page.html`, not `sub/page/index.html`: the
+    finishing step must still find it and draw its static pictures, as MkDocs' build does."""
+    config = tiny_project(tmp_path, "# Tiny\n\nSee [the figure](sub/page.md).\n", "use_directory_urls: false\n")
+    (tmp_path / "docs/sub").mkdir()
+    (tmp_path / "docs/sub/page.md").write_text(
+        "# Sub\n\n```explainer\nfigure: kv-slots\ncaption: Requests against context\n```\n", encoding="utf-8")
+    assert zensical_build(tmp_path / "zsite", config).returncode == 0
+    assert mkdocs_build(tmp_path / "msite", config).returncode == 0
+    theirs = article((tmp_path / "zsite/sub/page.html").read_text())
+    mine = article((tmp_path / "msite/sub/page.html").read_text())
+    assert len(STATIC.findall(mine)) == 1
+    assert STATIC.findall(theirs) == STATIC.findall(mine)
+
+
+def test_serve_rebuilds_after_a_change_and_open_pages_reload(browser, tmp_path):
+    """`make zensical-serve`: an author edits the catalogue and the open page shows the new number
+    without a touch; a mistake is named by file and line while the last good site stays served."""
+    from test_authoring import _free_port
+
+    config = tiny_project(tmp_path, "# Tiny\n\nThe target holds {{ params('target') / 1e9 | .1f }} billion weights.\n")
+    port = _free_port()
+    log = tmp_path / "serve.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "explainer_gen.host_zensical", "serve", "-f", str(config),
+                                 "-a", f"127.0.0.1:{port}"], cwd=tmp_path, env=env(), stdout=out, stderr=out)
+    url = f"http://127.0.0.1:{port}/"
+
+    def until(check, what: str, seconds: float = 240):
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            try:
+                if check():
+                    return
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise AssertionError(f"{what} within {seconds} s; serve said:\n{log.read_text()[-3000:]}")
+
+    def served(path: str = "") -> str:
+        return urllib.request.urlopen(url + path, timeout=5).read().decode()
+
+    context = browser.new_context()
     try:
-        for name, _ in figures_gone_live(page, zensical_url, site_pages(zensical_site), scheme, False, problems):
-            path = name.split("#")[0]
-            live[path] = live.get(path, 0) + 1
-            if live[path] == page.locator(".eg-figure[data-eg-figure]").count():
-                live_views_are_named_images(page)  # once all of the page's figures are live
+        until(lambda: "70.6" in served(), "the site served")
+        assert RELOAD_SCRIPT in served() and RELOAD_SCRIPT not in (tmp_path / "site/index.html").read_text()
+        first_build = served(RELOAD_PATH.lstrip("/"))
+        page = context.new_page()
+        page.goto(url)
+        page.evaluate("() => { window.__sameDocument = 1; }")
+        catalogue = tmp_path / "catalogue.yaml"
+        catalogue.write_text(catalogue.read_text().replace("params: 70553706496", "params: 80553706496"),
+                             encoding="utf-8")
+        page.wait_for_function("() => document.body.innerText.includes('80.6')", timeout=240_000)
+        assert page.evaluate("() => window.__sameDocument") is None  # the page reloaded itself
+        assert served(RELOAD_PATH.lstrip("/")) != first_build
+        (tmp_path / "docs/index.md").write_text("# Tiny\n\nA number {{ no_such_term() }} here.\n", encoding="utf-8")
+        until(lambda: "docs/index.md:3:" in log.read_text(), "the mistake named")
+        assert "80.6" in served() and "Traceback" not in log.read_text()
     finally:
         context.close()
-    assert sum(live.values()) >= 19
-    assert not problems, "\n".join(problems)
+        proc.terminate()
+        proc.wait(timeout=20)
 
 
-@pytest.mark.browser
-def test_every_zensical_page_loads_cleanly_in_light_and_dark(zensical_site, zensical_url, browser):
-    """test_reader's first check on the Zensical build: no console error, no failed request, no
-    axe violation (its footer link needed an underline), the scheme applied."""
-    loads_cleanly(browser, zensical_url, site_pages(zensical_site))
-
-
-@pytest.mark.browser
-def test_instant_navigation_renders_each_figure_once_under_zensical(zensical_site, zensical_url, browser):
-    instant_navigation_renders_each_figure_once(browser, zensical_url, zensical_site)
-
-
-@pytest.mark.browser
-def test_zensical_site_works_under_a_subpath(browser, tmp_path):
-    """The links Zensical rewrites (glossary, citations, CSV, the loader) must land under /inference/."""
-    works_under_a_subpath(browser, tmp_path, zensical_build)
+@pytest.mark.hosts()
+def test_each_host_serves_its_own_build(host, site, base_url):
+    """The `hosts` plumbing (tests/conftest.py) hands each test the build it names: the site
+    served is the site on disk, and it carries its own host's search index and not the other's."""
+    assert urllib.request.urlopen(base_url, timeout=10).read().decode() == (site / "index.html").read_text()
+    index = {"mkdocs": "search/search_index.json", "zensical": "search.json"}
+    assert [(site / path).is_file() for name, path in index.items()] == [name == host for name in index]
