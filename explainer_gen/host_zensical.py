@@ -224,9 +224,11 @@ def _zensical_error(output: str) -> str:
 # -- serve: `mkdocs serve` for the Zensical host ------------------------------------------------
 
 # Added to every HTML page as it is served (never to the files): it asks which build the server
-# holds, and reloads the page once a newer one has been swapped in.
+# holds, and reloads the page once a newer one has been swapped in. Instant navigation runs the
+# next page's copy too, so the first copy in a tab is the only one that polls.
 RELOAD_PATH = "/.explainer-build"
-RELOAD_SCRIPT = ("<script>(() => { let seen = null; setInterval(async () => { try {"
+RELOAD_SCRIPT = ("<script>(() => { if (window.__explainerReload) return; window.__explainerReload = 1;"
+                 " let seen = null; setInterval(async () => { try {"
                  f" const r = await fetch('{RELOAD_PATH}', {{cache: 'no-store'}}); const now = await r.text();"
                  " if (seen !== null && now !== seen) location.reload(); seen = now; } catch (e) {} }, 1000);"
                  " })();</script>")
@@ -235,15 +237,13 @@ RELOAD_SCRIPT = ("<script>(() => { let seen = null; setInterval(async () => { tr
 def watched(config_file: Path) -> list[Path]:
     """What a rebuild reads: the config, the docs, the catalogue, and the code that computes
     (the models and this package, whose edits only a new process sees)."""
+    from models.catalogue import CATALOGUE_PATH
+
     from .compute.cache import MODELS_ROOT, PACKAGE_ROOT
 
     cfg = load(config_file)
-    opts = cfg.plugins["explainer"].config
-    catalogue = Path(opts.catalogue) if opts.catalogue else None
-    if catalogue is not None and not catalogue.is_absolute():
-        catalogue = config_file.parent / catalogue
-    from models.catalogue import CATALOGUE_PATH
-    return [config_file, Path(cfg.docs_dir), catalogue or Path(CATALOGUE_PATH), MODELS_ROOT, PACKAGE_ROOT]
+    catalogue = Path(cfg.plugins["explainer"].config.catalogue or CATALOGUE_PATH)
+    return [config_file, Path(cfg.docs_dir), config_file.parent / catalogue, MODELS_ROOT, PACKAGE_ROOT]
 
 
 def snapshot(paths: list[Path]) -> dict[str, tuple[int, int]]:
