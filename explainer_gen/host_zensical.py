@@ -21,6 +21,7 @@ three steps run by `python -m explainer_gen.host_zensical build` (`make zensical
 from __future__ import annotations
 
 import argparse
+import http.server
 import importlib
 import os
 import re
@@ -141,6 +142,8 @@ _Loader.add_multi_constructor("tag:yaml.org,2002:python/name:", lambda loader, s
 
 def build(config_file: Path, zensical: str = "zensical", site_dir: Path | None = None) -> int:
     """The three steps; 0 on success, 1 (with the message on stderr) on any failure."""
+    from mkdocs.structure.files import File
+
     from models.yamlsource import SourceError
 
     from .staging import Staging
@@ -156,8 +159,8 @@ def build(config_file: Path, zensical: str = "zensical", site_dir: Path | None =
         whole = convert(config_file, cfg, zensical, staging.stage)
         if whole:
             write_generated(staging.stage, generated)
-            for src_uri, source in site.sources.items():
-                page = _page_file(staging.stage, source.url)
+            for src_uri in site.sources:
+                page = staging.stage / File(src_uri, cfg.docs_dir, "", cfg.use_directory_urls).dest_uri
                 if page.exists():
                     page.write_text(site.finish_page(src_uri, page.read_text(encoding="utf-8")), encoding="utf-8")
     except SourceError as exc:
@@ -171,11 +174,6 @@ def build(config_file: Path, zensical: str = "zensical", site_dir: Path | None =
         return 1
     staging.commit()
     return 0
-
-
-def _page_file(site_dir: Path, url: str) -> Path:
-    """The file a page's URL names: `dir/` is dir/index.html; `page.html` (use_directory_urls off) itself."""
-    return site_dir / url / "index.html" if url in ("", ".") or url.endswith("/") else site_dir / url
 
 
 def convert(config_file: Path, cfg, zensical: str, stage: Path) -> bool:
@@ -257,49 +255,38 @@ def snapshot(paths: list[Path]) -> dict[str, tuple[int, int]]:
     return out
 
 
-class _Served:
-    """The serving side: the site folder as it stands, pages with the reload script."""
+class _ReloadingHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves the site folder as it stands; pages get the reload script, and RELOAD_PATH answers
+    with the number of good builds so far (`server.build`)."""
 
-    def __init__(self, site_dir: Path):
-        import http.server
+    def log_message(self, *args) -> None:  # quiet: the build's messages are what matters
+        pass
 
-        self.build = 0
-        served = self
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        path = self.path.split("?")[0]
+        if path == RELOAD_PATH:
+            return self._send(str(self.server.build).encode(), "text/plain")
+        target = Path(self.translate_path(self.path))
+        target = target / "index.html" if target.is_dir() else target
+        if path.endswith(("/", ".html")) and target.suffix == ".html" and target.is_file():
+            page = target.read_bytes().replace(b"</body>", RELOAD_SCRIPT.encode() + b"</body>", 1)
+            return self._send(page, "text/html; charset=utf-8")
+        return super().do_GET()
 
-        class Handler(http.server.SimpleHTTPRequestHandler):
-            def __init__(self, *args, **kwargs):
-                super().__init__(*args, directory=str(site_dir), **kwargs)
-
-            def log_message(self, *args) -> None:  # quiet: the build's messages are what matters
-                pass
-
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-                if self.path.split("?")[0] == RELOAD_PATH:
-                    return self._send(str(served.build).encode(), "text/plain")
-                target = Path(self.translate_path(self.path))
-                if target.is_dir():
-                    target = target / "index.html"
-                if target.suffix == ".html" and target.is_file() and self.path.split("?")[0].endswith(("/", ".html")):
-                    page = target.read_bytes().replace(b"</body>", RELOAD_SCRIPT.encode() + b"</body>", 1)
-                    return self._send(page, "text/html; charset=utf-8")
-                return super().do_GET()
-
-            def _send(self, body: bytes, kind: str) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(body)))
-                self.send_header("Cache-Control", "no-store")
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.handler = Handler
+    def _send(self, body: bytes, kind: str) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(body)
 
 
 def serve(config_file: Path, zensical: str, address: str = "127.0.0.1:8000", interval: float = 0.5) -> int:
     """Build, serve the site at `address`, and rebuild whenever a watched file changes. Each
     build runs in a new process (an edited model is read afresh); a failed one prints its
     message and leaves the last good site served. Open pages reload after each good build."""
-    import http.server
+    import functools
     import threading
     import time
 
@@ -315,9 +302,10 @@ def serve(config_file: Path, zensical: str, address: str = "127.0.0.1:8000", int
         return ok
 
     rebuild()
-    served = _Served(site_dir)
     host, _, port = address.rpartition(":")
-    server = http.server.ThreadingHTTPServer((host or "127.0.0.1", int(port)), served.handler)
+    handler = functools.partial(_ReloadingHandler, directory=str(site_dir))
+    server = http.server.ThreadingHTTPServer((host or "127.0.0.1", int(port)), handler)
+    server.build = 0
     threading.Thread(target=server.serve_forever, daemon=True).start()
     print(f"explainer: serving {site_dir} at http://{host or '127.0.0.1'}:{server.server_address[1]}/",
           file=sys.stderr, flush=True)
@@ -330,7 +318,7 @@ def serve(config_file: Path, zensical: str, address: str = "127.0.0.1:8000", int
             if now != seen:
                 seen = now
                 if rebuild():
-                    served.build += 1
+                    server.build += 1
     except KeyboardInterrupt:
         return 0
     finally:

@@ -15,7 +15,7 @@ settings.register_profile("project", deadline=None, derandomize=True)
 settings.load_profile("project")
 
 import helpers  # noqa: E402
-from helpers import launch_chromium, mkdocs_build, serve, zensical_build  # noqa: E402
+from helpers import HOST_BUILDS, launch_chromium, serve  # noqa: E402
 
 # Tiers: every test is in one, sorted here by what it uses, so a new test needs no mark.
 #   browser  uses the `browser` or `page` fixture, or starts Playwright itself;
@@ -186,7 +186,7 @@ def pytest_terminal_summary(terminalreporter, config):
 # Tests take `site` and `base_url`; those of a module or test marked `@pytest.mark.hosts` run once
 # per host (ids `[mkdocs]`, `[zensical]`), and the rest see the MkDocs build. Each host's site is
 # built once per run, whichever tests share it.
-HOSTS = ("mkdocs", "zensical")
+HOSTS = tuple(HOST_BUILDS)
 
 
 def pytest_generate_tests(metafunc):
@@ -197,22 +197,22 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("host", list(marker.args or HOSTS), indirect=True, scope="module")
 
 
-@pytest.fixture(scope="session")
-def mkdocs_site(tmp_path_factory):
-    """The real mkdocs.yml, built once by MkDocs with --strict into a temporary folder."""
-    dest = tmp_path_factory.mktemp("site")
-    result = mkdocs_build(dest)
+def _built(tmp_path_factory, host: str) -> Path:
+    """The real mkdocs.yml, built by `host` (MkDocs with --strict) into a temporary folder."""
+    dest = tmp_path_factory.mktemp(host) / "site"
+    result = HOST_BUILDS[host](dest)
     assert result.returncode == 0, result.stderr
     return dest
+
+
+@pytest.fixture(scope="session")
+def mkdocs_site(tmp_path_factory):
+    return _built(tmp_path_factory, "mkdocs")
 
 
 @pytest.fixture(scope="session")
 def zensical_site(tmp_path_factory):
-    """The real mkdocs.yml, built once by Zensical into a temporary folder."""
-    dest = tmp_path_factory.mktemp("zensical") / "site"
-    result = zensical_build(dest)
-    assert result.returncode == 0, result.stderr
-    return dest
+    return _built(tmp_path_factory, "zensical")
 
 
 @pytest.fixture(scope="session")

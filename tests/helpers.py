@@ -106,6 +106,10 @@ def zensical_build(dest: Path, config: Path = REPO / "mkdocs.yml", zensical: Pat
     return subprocess.run(command, capture_output=True, text=True, env=env(), cwd=config.parent, timeout=900)
 
 
+# Each host's build of a config into a folder, by the name `@pytest.mark.hosts` uses (conftest.py).
+HOST_BUILDS = {"mkdocs": mkdocs_build, "zensical": zensical_build}
+
+
 def with_plugin_options(base: Path, dest: Path, **options) -> Path:
     """`dest`: the MkDocs config `base` with the explainer plugin's options set (values as YAML)."""
     text = base.read_text()

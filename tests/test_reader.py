@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers import REPO, copy_project, mkdocs_build, serve, wait_for_figures, zensical_build
+from helpers import HOST_BUILDS, REPO, copy_project, serve, wait_for_figures
 from conftest import PageWatch
 from test_browser_figures import DRAWING
 from test_pictures import LIVE_TEXTS, live_label_colour
@@ -20,7 +20,6 @@ ARTIFACTS = REPO / "test-artifacts"
 from explainer_gen.theme import PALETTE  # noqa: E402
 
 DARK_FG = PALETTE["muted"][1]  # the dark scheme's axis label colour
-BUILDS = {"mkdocs": mkdocs_build, "zensical": zensical_build}  # each host's build of a config
 
 pytestmark = pytest.mark.hosts()
 
@@ -318,13 +317,13 @@ def test_site_works_under_a_subpath(browser, tmp_path, host):
     with serve(tmp_path / "out", prefix="inference") as url:
         cfg = (project / "mkdocs.yml").read_text()
         (project / "mkdocs.yml").write_text(re.sub(r"^site_url:.*$", f"site_url: {url}", cfg, flags=re.M))
-        result = BUILDS[host](tmp_path / "out", project / "mkdocs.yml")
+        result = HOST_BUILDS[host](tmp_path / "out", project / "mkdocs.yml")
         assert result.returncode == 0, result.stderr
         context = browser.new_context()
-        host = url.split("/")[2]
+        netloc = url.split("/")[2]
         for path in site_pages(tmp_path / "out"):
             page = context.new_page()
-            watch = PageWatch(page, host)
+            watch = PageWatch(page, netloc)
             responses = []
             page.on("response", lambda r: responses.append((r.status, r.url)))
             page.goto(url + path)

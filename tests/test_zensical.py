@@ -22,6 +22,7 @@ import pytest
 
 from explainer_gen.host_zensical import RELOAD_PATH, RELOAD_SCRIPT, ZENSICAL_ROOT
 from helpers import REPO, article, env, mkdocs_build, zensical_build
+from models import load_catalogue
 from test_reader import site_pages
 
 
@@ -67,6 +68,13 @@ def test_the_comparison_sees_a_link_gone_wrong():
     assert ours(page.replace("12.0", "12.1")) != ours(page)
 
 
+# The tiny page's number: the target's weights in billions, as the catalogue has them, and after
+# a test raises them by ten billion in the project's copy of the catalogue.
+PARAMS = load_catalogue().model("llama-3-70b").params
+BEFORE, AFTER = f"{PARAMS / 1e9:.1f}", f"{(PARAMS + 10**10) / 1e9:.1f}"
+RAISE = (f"params: {PARAMS}", f"params: {PARAMS + 10**10}")
+
+
 def tiny_project(root: Path, page: str, settings: str = "") -> Path:
     """A one-page project with its own catalogue, which a test may edit."""
     (root / "docs").mkdir(parents=True)
@@ -88,7 +96,7 @@ def test_a_mistake_is_named_by_file_and_line_and_the_last_site_stays(tmp_path):
     good = zensical_build(tmp_path / "site", config)
     assert good.returncode == 0, good.stderr
     before = tree(tmp_path / "site")
-    assert "70.6" in (tmp_path / "site/index.html").read_text()
+    assert BEFORE in (tmp_path / "site/index.html").read_text()
     (tmp_path / "docs/index.md").write_text("# Tiny\n\nA number {{ no_such_term() }} here.\n", encoding="utf-8")
     bad = zensical_build(tmp_path / "site", config)
     assert bad.returncode == 1
@@ -105,11 +113,11 @@ def test_a_rebuild_shows_changed_data_and_builds_are_reproducible(tmp_path):
     assert zensical_build(tmp_path / "site", config).returncode == 0
     assert tree(tmp_path / "site") == first  # the same sources build the same bytes
     catalogue = tmp_path / "catalogue.yaml"
-    catalogue.write_text(catalogue.read_text().replace("params: 70553706496", "params: 80553706496"), encoding="utf-8")
+    catalogue.write_text(catalogue.read_text().replace(*RAISE), encoding="utf-8")
     result = zensical_build(tmp_path / "site", config)
     assert result.returncode == 0, result.stderr
     page = (tmp_path / "site/index.html").read_text()
-    assert "80.6" in page and "70.6" not in page
+    assert AFTER in page and BEFORE not in page
 
 
 # A Zensical that fails while converting, after it has written part of its output, as Zensical
@@ -188,21 +196,21 @@ def test_serve_rebuilds_after_a_change_and_open_pages_reload(browser, tmp_path):
 
     context = browser.new_context()
     try:
-        until(lambda: "70.6" in served(), "the site served")
+        until(lambda: BEFORE in served(), "the site served")
         assert RELOAD_SCRIPT in served() and RELOAD_SCRIPT not in (tmp_path / "site/index.html").read_text()
         first_build = served(RELOAD_PATH.lstrip("/"))
         page = context.new_page()
         page.goto(url)
         page.evaluate("() => { window.__sameDocument = 1; }")
         catalogue = tmp_path / "catalogue.yaml"
-        catalogue.write_text(catalogue.read_text().replace("params: 70553706496", "params: 80553706496"),
+        catalogue.write_text(catalogue.read_text().replace(*RAISE),
                              encoding="utf-8")
-        page.wait_for_function("() => document.body.innerText.includes('80.6')", timeout=240_000)
+        page.wait_for_function("() => document.body.innerText.includes('" + AFTER + "')", timeout=240_000)
         assert page.evaluate("() => window.__sameDocument") is None  # the page reloaded itself
         assert served(RELOAD_PATH.lstrip("/")) != first_build
         (tmp_path / "docs/index.md").write_text("# Tiny\n\nA number {{ no_such_term() }} here.\n", encoding="utf-8")
         until(lambda: "docs/index.md:3:" in log.read_text(), "the mistake named")
-        assert "80.6" in served() and "Traceback" not in log.read_text()
+        assert AFTER in served() and "Traceback" not in log.read_text()
     finally:
         context.close()
         proc.terminate()
