@@ -63,6 +63,30 @@ class _TreeDone(Treeprocessor):
         self.md.explainer_tree_done = True
 
 
+class _TableBoxes(Treeprocessor):
+    """Puts each Markdown table of a build's page in a box of its own, `<div class="eg-table-box">`.
+
+    Material's bundle wraps every table without a class in its scroll container as the page starts,
+    taking it out of the page and putting it back. Among the article's own children, that restyled
+    every element of the article (about a thousand on the speculative page, 100 ms at phone speed).
+    Inside a box, only the table is restyled. The box has no style of its own, so the table looks
+    as it did. The tables the build writes (figure data) are HTML in a box of their own already."""
+
+    BOX = "eg-table-box"
+
+    def run(self, root):
+        if getattr(self.md, "explainer_page", None) is None:
+            return
+        for parent in list(root.iter()):
+            for i, child in enumerate(list(parent)):
+                if child.tag == "table" and parent.get("class") != self.BOX:
+                    box = parent.makeelement("div", {"class": self.BOX})
+                    box.tail, child.tail = child.tail, None
+                    parent.remove(child)
+                    box.append(child)
+                    parent.insert(i, box)
+
+
 class ExplainerExtension(Extension):
     """`site` is the build (or a function that returns the current one, for hosts that rebuild);
     `hint` returns the src_uri of the page being converted when the host knows it."""
@@ -78,6 +102,7 @@ class ExplainerExtension(Extension):
         md.preprocessors.register(_Page(md, self), "explainer_page", 35)
         # After everything else, on the final HTML of the page body (and not on the heading
         # fragments that toc renders while the tree is processed: see _Refs).
+        md.treeprocessors.register(_TableBoxes(md), "explainer_table_boxes", 0)
         md.treeprocessors.register(_TreeDone(md), "explainer_tree_done", -1000)
         md.postprocessors.register(_Refs(md, self), "explainer_refs", 0)
 

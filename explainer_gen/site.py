@@ -9,7 +9,8 @@ A build has three steps, and a host (the MkDocs plugin today) only has to call t
 2. The Markdown extension (`markdown_ext.ExplainerExtension`, given this object) renders each
    page: figure fences, inline numbers, citations, glossary terms and the page's controls.
 3. `finish_page(src_uri, html)`: the finished HTML page gets its static pictures (kept out of
-   Markdown and the search index) and the chart font's preload.
+   Markdown and the search index), the chart font's preload, and the theme's start-up moved
+   ahead of its content (render/chrome.py).
 
 What a build keeps is here and nowhere else: `memory` (decoded cache entries, which a
 long-lived process such as `mkdocs serve` hands from one build to the next), the disk cache,
@@ -36,6 +37,7 @@ from .compute.cache import PACKAGE_ROOT, DiskCache, digest
 from .sources.crossref import CrossRefs, Source
 from .render.feed import ATOM_PATH
 from .render.blocks import figure_html, page_root_html, place_pictures, static_picture
+from .render.chrome import Chrome
 from .compute.numbers import NumberResult
 from .compute.pages import FENCE_NAME, PageBuild, build_page, split_front_matter, substitute_numbers
 from .compute.timing import Timing
@@ -123,6 +125,7 @@ class SiteBuild:
         self.figure_files: dict[str, dict[str, str]] = {}
         self.page_json: dict[str, str] = {}
         self.files: dict[str, Generated] = {}
+        self.chrome = Chrome.read()  # a build's own copy: `mkdocs serve` sees edited scripts
         self._by_body: dict[str, list[str]] = {}    # digest of a page's Markdown body -> src_uris
 
     # -- 1. collect -----------------------------------------------------------------------------
@@ -373,9 +376,10 @@ class SiteBuild:
 
     # -- 3. finish ------------------------------------------------------------------------------
     def finish_page(self, src_uri: str, output: str) -> str:
-        """The finished HTML page (theme and all): static pictures placed, the chart font preloaded."""
+        """The finished HTML page (theme and all): static pictures placed, the chart font preloaded,
+        the theme's start-up moved ahead of the content (render/chrome.py)."""
         source = self.sources.get(src_uri)
-        output = place_pictures(output, self._pictures(src_uri) if source is not None else {})
+        output = self.chrome.apply(place_pictures(output, self._pictures(src_uri) if source is not None else {}))
         if source is not None and 'class="eg-static"' in output:
             # The chart font, early: static pictures are laid out for it.
             fonts = "".join(f'<link rel="preload" href="{relative_url(f"{ASSETS}/{path}", source.url)}" '

@@ -1,0 +1,59 @@
+"""The theme's chrome around a finished page, changed so that starting the page restyles it once.
+
+Material's bundle (and Zensical's, which has the same components) runs at the end of the body,
+and as it starts it changed the page in ways that each restyled every element of it. On a long
+explainer page at phone speed that made up most of the main thread's blocking time (issue 11):
+
+- the no-js/js swap and the focus-visible mark on <html>;
+- instant navigation writing each stylesheet's URL back in resolved form;
+- the palette component inserting a color-scheme meta tag, filling it in, and setting and
+  clearing a transition guard on <body>.
+
+`Chrome.apply` moves all of this to where the document is still small. `assets/start.js` goes at
+the end of <head>. `assets/palette.js` replaces the palette component: it is inlined after the
+header's palette form, in place of the theme's own inline palette script, whose work it includes.
+The form loses its `data-md-component="palette"`, so the bundle mounts no palette of its own.
+A page whose theme shows none of these keeps what it has.
+(The fourth cost, Material re-inserting each Markdown table to wrap it, is met by the
+Markdown extension, which gives each table a box of its own: markdown_ext.py.)
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+PALETTE_FORM = '<form class="md-header__option" data-md-component="palette">'
+OUR_FORM = '<form class="md-header__option" data-eg-palette>'
+# The palette form, then the theme's inline script that applies the stored palette (if present).
+_FORM = re.compile(re.escape(PALETTE_FORM) + r"(?P<inputs>.*?)</form>"
+                   r"(?P<gap>\s*)(?P<script><script>[^<]*__md_get\(\"__palette\"\)[^<]*</script>)?", re.S)
+_HTML_TAG = re.compile(r'<html\b[^>]*\bclass="no-js"[^>]*>')
+
+
+def _inline(source: str) -> str:
+    """A script as it is inlined: without its comment lines and indentation."""
+    lines = (line.strip() for line in source.splitlines())
+    return "\n".join(line for line in lines if line and not line.startswith("//"))
+
+
+@dataclass(frozen=True)
+class Chrome:
+    start: str
+    palette: str
+
+    @classmethod
+    def read(cls) -> "Chrome":
+        """The scripts as they are on disk now (read each build, so `mkdocs serve` sees edits)."""
+        return cls(*(_inline((ASSETS / name).read_text(encoding="utf-8")) for name in ("start.js", "palette.js")))
+
+    def apply(self, page_html: str) -> str:
+        """The page with its start-up moved ahead of its content (see the module's docstring)."""
+        if _HTML_TAG.search(page_html) and "</head>" in page_html:
+            page_html = page_html.replace("</head>", f"<script>{self.start}</script></head>", 1)
+        return _FORM.sub(lambda m: f"{OUR_FORM}{m['inputs']}</form>{m['gap']}<script>{self.palette}</script>",
+                         page_html, count=1)
+
+
+__all__ = ["Chrome", "PALETTE_FORM", "OUR_FORM"]
