@@ -163,6 +163,10 @@ def build(config_file: Path, zensical: str = "zensical", site_dir: Path | None =
                 page = staging.stage / File(src_uri, cfg.docs_dir, "", cfg.use_directory_urls).dest_uri
                 if page.exists():
                     page.write_text(site.finish_page(src_uri, page.read_text(encoding="utf-8")), encoding="utf-8")
+            theme_page = staging.stage / "404.html"  # the theme's own page starts up as the others do
+            if theme_page.exists():
+                theme_page.write_text(site.finish_page("404.html", theme_page.read_text(encoding="utf-8")),
+                                      encoding="utf-8")
     except SourceError as exc:
         print(f"explainer: {exc}", file=sys.stderr)
         whole = False

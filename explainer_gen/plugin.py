@@ -98,6 +98,12 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
                                 'class="md-search" data-md-component="search" role="dialog" aria-label="Search"', 1)
         return self.site.finish_page(page.file.src_uri, output)
 
+    def on_post_template(self, output_content: str, *, template_name: str, config: MkDocsConfig) -> str | None:
+        # The theme's own pages (404.html) start up as the others do; sitemap.xml is left alone.
+        if not self.config.enabled or not template_name.endswith(".html"):
+            return None
+        return self.site.finish_page(template_name, output_content)
+
     def on_post_build(self, *, config: MkDocsConfig) -> None:
         if self.staging is None:
             return

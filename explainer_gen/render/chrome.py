@@ -50,7 +50,7 @@ class Chrome:
 
     def apply(self, page_html: str) -> str:
         """The page with its start-up moved ahead of its content (see the module's docstring)."""
-        if _HTML_TAG.search(page_html) and "</head>" in page_html:
+        if _HTML_TAG.search(page_html) and "</head>" in page_html and self.start not in page_html:
             page_html = page_html.replace("</head>", f"<script>{self.start}</script></head>", 1)
         return _FORM.sub(lambda m: f"{OUR_FORM}{m['inputs']}</form>{m['gap']}<script>{self.palette}</script>",
                          page_html, count=1)
