@@ -88,3 +88,50 @@ def test_relative_urls_match_mkdocs(target, page, want):
     from mkdocs.utils import get_relative_url
 
     assert relative_url(target, page) == want == get_relative_url(target, page)
+
+
+TABLES = """# Tables
+
+Before.
+
+| a | b |
+|---|---|
+| 1 | 2 |
+
+After, with a tail.
+
+!!! note
+    | c |
+    |---|
+    | 3 |
+
+- | d |
+  |---|
+  | 4 |
+
+<div class="eg-table-wrap"><table><tr><td>raw</td></tr></table></div>
+"""
+
+
+def test_each_markdown_table_gets_a_box_of_its_own(tmp_path):
+    """Material's bundle takes each table out of the page and puts it back inside its scroll
+    container; in a box, that restyles only the table (render/chrome.py). Tables anywhere in the
+    page get one box each, text around them stays where it was, and HTML tables are left alone."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for support in (BIB_PATH, GLOSSARY_PATH):
+        (docs / support).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / "docs" / support, docs / support)
+    (docs / "t.md").write_text(TABLES)
+    build = SiteBuild(root=tmp_path, docs_dir=docs, catalogue_path=REPO / "models" / "catalogue.yaml",
+                      cache_dir=None, data_budget_kb=100, code_fingerprint=core.code_fingerprint())
+    build.collect([PageSource("t.md", "docs/t.md", "t/", TABLES)])
+    md = markdown.Markdown(extensions=[core.ExplainerExtension(build), "tables", "admonition", "md_in_html"])
+    html = md.convert(TABLES)
+    assert html.count('<div class="eg-table-box">\n<table>') + html.count('<div class="eg-table-box"><table>') == 3, html
+    assert html.count("<table>") == 4 and html.count("eg-table-box") == 3
+    assert html.index("Before.") < html.index("eg-table-box") < html.index("After, with a tail.")
+    assert '<div class="eg-table-wrap"><table><tr><td>raw</td></tr></table></div>' in html
+    # Text that is no page of the build is left as Markdown made it.
+    other = markdown.Markdown(extensions=[core.ExplainerExtension(build), "tables"]).convert("| x |\n|---|\n| 1 |")
+    assert "eg-table-box" not in other

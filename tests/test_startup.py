@@ -1,0 +1,316 @@
+"""The theme's start-up restyles no page as a whole (render/chrome.py, issue 11), and the light/dark
+switch that replaces Material's palette component behaves as the reader expects.
+
+Material's bundle (Zensical's too) runs at the end of the body. As it started, it changed <html>,
+<body>, the head's stylesheets and its color-scheme meta tag, and each change restyled every
+element of a long page. Now the same changes are made before the content exists, and when the
+bundle makes them again, nothing changes. Every check runs on both hosts' builds, and each has a
+negative control: the page as the theme alone would serve it (`theme_only`) must fail it.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from explainer_gen.render.chrome import OUR_FORM, PALETTE_FORM, Chrome
+from test_reader import figure_pages, site_pages
+
+pytestmark = pytest.mark.hosts()
+
+CHROME = Chrome.read()
+BUNDLE = re.compile(r"assets/javascripts/bundle\.[0-9a-f]+\.min\.js")
+
+
+def theme_only(page_html: str) -> str:
+    """The page without what chrome.py adds: the theme's own palette component and start-up."""
+    out = page_html.replace(f"<script>{CHROME.start}</script>", "").replace(f"<script>{CHROME.palette}</script>", "")
+    out = out.replace(OUR_FORM, PALETTE_FORM)
+    assert out != page_html and OUR_FORM not in out and CHROME.palette not in out, "chrome.py's additions not found"
+    return out
+
+
+def unboxed(page_html: str) -> str:
+    """The page with its Markdown tables out of their boxes, as the Markdown extension had left them."""
+    out = re.sub(r'<div class="eg-table-box">(<table>.*?</table>)</div>', r"\1", page_html, flags=re.S)
+    assert out != page_html, "no table box found"
+    return out
+
+
+def open_page(browser, url: str, *, scheme: str = "light", undo=None, init: str = "", block_bundle=False,
+              width: int = 412):
+    """A new context's page for `url`, not yet loaded. `undo` rewrites the page as it is served."""
+    context = browser.new_context(color_scheme=scheme, viewport={"width": width, "height": 823})
+    page = context.new_page()
+    if init:
+        page.add_init_script(init)
+    if undo:
+        def serve_theme_only(route):
+            response = route.fetch()
+            route.fulfill(response=response, body=undo(response.text()))
+        page.route(url, serve_theme_only)
+    if block_bundle:
+        page.route(BUNDLE, lambda route: route.abort())
+    return context, page
+
+
+# Records every change, once the theme's bundle is in the page, to what the page's styles depend
+# on: an attribute of <html> or <body>, a stylesheet's URL, a color-scheme meta tag. A mutation
+# record is queued even when an attribute is set to the value it has, so a change is a record
+# whose old value differs from the value that follows it.
+LATE_CHANGES = r"""
+window.__late = [];
+(() => {
+  const last = new Map();
+  const value = (t, name) => t.getAttribute(name);
+  new MutationObserver(records => {
+    const late = !!document.querySelector('script[src*="javascripts/bundle."]');
+    for (const r of records) {
+      const t = r.target;
+      if (r.type === 'childList') {
+        if (late && t === document.head) for (const n of r.addedNodes)
+          if (n.tagName === 'META' && n.name === 'color-scheme') __late.push('color-scheme meta added');
+        continue;
+      }
+      const watched = t === document.documentElement || t === document.body
+        || (t.tagName === 'LINK' && r.attributeName === 'href' && /stylesheet/.test(t.rel))
+        || (t.tagName === 'META' && t.name === 'color-scheme' && r.attributeName === 'content');
+      if (!watched) continue;
+      const key = [t, r.attributeName];
+      // The record's old value against the value after it: the next record's old value, or now.
+      const later = records.slice(records.indexOf(r) + 1).find(n => n.target === t && n.attributeName === r.attributeName);
+      const after = later ? later.oldValue : value(t, r.attributeName);
+      if (late && r.oldValue !== after) __late.push(`${t.tagName.toLowerCase()} ${r.attributeName}: ${r.oldValue} -> ${after}`);
+    }
+  }).observe(document, {subtree: true, attributes: true, attributeOldValue: true, childList: true});
+})();
+"""
+
+
+def late_changes(browser, url: str, **options) -> list[str]:
+    context, page = open_page(browser, url, init=LATE_CHANGES, **options)
+    page.goto(url, wait_until="load")
+    page.wait_for_timeout(1000)  # the theme's deferred steps (its transition guard) run after load
+    assert page.evaluate("() => !!window.document$"), "the theme's bundle did not start"
+    found = page.evaluate("() => window.__late")
+    context.close()
+    return found
+
+
+def test_theme_start_up_changes_nothing_the_page_is_styled_by(browser, base_url, site):
+    """On every page, in both schemes, on a first visit and with a stored choice: once the
+    theme's bundle runs, <html>, <body>, the stylesheets' URLs and the color-scheme meta tag stay
+    exactly as the page's own start-up left them."""
+    pages = site_pages(site)
+    for scheme in ("light", "dark"):
+        for path in pages:
+            assert late_changes(browser, base_url + path, scheme=scheme) == [], (scheme, path)
+    # A stored choice opposite to the system's: the page starts in it, and still nothing changes.
+    context, page = open_page(browser, base_url, scheme="light")
+    page.goto(base_url)
+    page.locator("label.md-header__button[for^='__palette']:visible").click()
+    storage = page.evaluate("() => JSON.stringify(Object.entries(localStorage))")
+    context.close()
+    restore = f"for (const [k, v] of {storage}) localStorage.setItem(k, v);"
+    for path in figure_pages(site)[:2]:
+        context, page = open_page(browser, base_url + path, scheme="light", init=restore + LATE_CHANGES)
+        page.goto(base_url + path, wait_until="load")
+        page.wait_for_timeout(1000)
+        assert page.evaluate("() => document.body.getAttribute('data-md-color-scheme')") == "slate"
+        assert page.evaluate("() => window.__late") == [], path
+        context.close()
+
+
+def test_negative_control_the_theme_alone_changes_them(browser, base_url, site):
+    """The same check on the page as the theme alone serves it finds each change chrome.py moved."""
+    path = figure_pages(site)[0]
+    found = late_changes(browser, base_url + path, undo=theme_only)
+    text = "\n".join(found)
+    assert "html class: no-js" in text, found                            # the no-js swap
+    assert "html data-js-focus-visible: null" in text, found             # the focus-visible mark
+    assert re.search(r"link href: [./]*assets/stylesheets/\S* -> http", text), found  # a stylesheet's URL
+    assert "color-scheme meta added" in found, found                     # the palette's meta tag
+    assert "body data-md-color-switching: null -> " in text, found       # its transition guard
+
+
+# The browser's own account of what it restyled: Chromium's trace. After the bundle starts, the
+# platform colours (which a color-scheme meta tag sets) may not change, no invalidation may reach
+# the whole document or the article, and at most one style pass may reach a large part of the
+# page: the first styling of the content the parser added last, which on a fast machine happens
+# only once the bundle asks for styles. (Each of the theme's own changes was such a pass.)
+WHOLE = ("HTML", "BODY", "ARTICLE", "DIV class='md-container", "MAIN", "DIV class='md-main",
+         "DIV class='md-content")
+CATEGORIES = ["devtools.timeline", "disabled-by-default-devtools.timeline",
+              "disabled-by-default-devtools.timeline.invalidationTracking"]
+LARGE = 0.3  # of the page's elements; our own later passes stay under a quarter of them
+
+
+def restyles_after_bundle(browser, url: str, **options) -> tuple[list[str], int]:
+    """What the trace shows after the bundle starts: the kinds of page-wide restyle, and how many
+    style passes restyled a large part of the page."""
+    context, page = open_page(browser, url, **options)
+    browser.start_tracing(page=page, categories=CATEGORIES)
+    page.goto(url, wait_until="load")
+    page.wait_for_timeout(1000)
+    elements = page.evaluate("() => document.getElementsByTagName('*').length")
+    events = json.loads(browser.stop_tracing())["traceEvents"]
+    context.close()
+    starts = [e["ts"] for e in events if e.get("name") == "EvaluateScript"
+              and BUNDLE.search((e.get("args", {}).get("data") or {}).get("url", ""))]
+    assert starts, "no trace of the theme's bundle running"
+    after = [e for e in events if e.get("ts", 0) >= starts[0]]
+    found = set()
+    for e in after:
+        data = (e.get("args") or {}).get("data") or {}
+        if "InvalidationTracking" not in e.get("name", ""):
+            continue
+        node = data.get("nodeName", "")
+        if data.get("reason") == "PlatformColorChange":
+            found.add("platform colours changed")
+        elif data.get("reason") == "Invalidation set invalidates subtree" and node.startswith(WHOLE):
+            found.add(f"restyled all of {node.split(' ')[0]}")
+    large = sum(1 for e in after if e.get("name") == "UpdateLayoutTree" and e.get("ph") == "X"
+                and (e.get("args", {}).get("elementCount") or 0) > LARGE * elements)
+    return sorted(found), large
+
+
+def test_no_restyle_of_the_whole_page_after_the_theme_starts(browser, base_url, site):
+    for path in figure_pages(site):
+        found, large = restyles_after_bundle(browser, base_url + path)
+        assert found == [] and large <= 1, (path, found, large)
+
+
+def test_negative_control_the_theme_alone_restyles_the_whole_page(browser, base_url, site):
+    for path in figure_pages(site)[:2]:
+        found, large = restyles_after_bundle(browser, base_url + path, undo=theme_only)
+        assert "platform colours changed" in found and large >= 3, (path, found, large)
+    # Without their boxes, the theme's re-wrapping of the tables restyles the whole article.
+    path = next(p for p in figure_pages(site) if '<div class="eg-table-box">' in (site / p / "index.html").read_text())
+    found, _ = restyles_after_bundle(browser, base_url + path, undo=unboxed)
+    assert "restyled all of ARTICLE" in found, found
+
+
+# -- The light/dark switch ------------------------------------------------------------------------
+
+SWITCH = "label.md-header__button[for^='__palette']:visible"
+
+
+def shown_scheme(page) -> dict:
+    return page.evaluate(r"""() => ({
+        scheme: document.body.getAttribute('data-md-color-scheme'),
+        meta: [...document.querySelectorAll('meta[name=color-scheme]')].map(m => m.content),
+        theme: [...document.querySelectorAll('meta[name=theme-color]')].map(m => m.content),
+        background: getComputedStyle(document.body).backgroundColor,
+        header: '#' + getComputedStyle(document.querySelector('.md-header')).backgroundColor.match(/\d+/g)
+                  .slice(0, 3).map(v => (+v).toString(16).padStart(2, '0')).join(''),
+        toggles: [...document.querySelectorAll("label.md-header__button[for^='__palette']")]
+                   .filter(l => l.getBoundingClientRect().width > 0).map(l => l.title),
+    })""")
+
+
+def test_first_visit_takes_the_systems_scheme_before_the_bundle(browser, base_url):
+    """A first visit in a dark system is dark from the first paint: with the theme's bundle never
+    loaded, the page is already in the dark palette, its meta tags say so, and the one toggle
+    shown offers light mode."""
+    for scheme, palette, meta, toggle in (("dark", "slate", "dark", "Switch to light mode"),
+                                          ("light", "default", "light", "Switch to dark mode")):
+        context, page = open_page(browser, base_url, scheme=scheme, block_bundle=True)
+        page.goto(base_url, wait_until="load")
+        assert page.evaluate("() => !window.document$"), "the bundle was meant to be blocked"
+        before = shown_scheme(page)
+        context.close()
+        assert before["scheme"] == palette and before["meta"] == [meta] and before["toggles"] == [toggle], before
+        assert len(before["theme"]) == 1 and re.fullmatch(r"#[0-9a-f]{6}", before["theme"][0]), before
+        # With the bundle: the same, so nothing it does differs from what the reader first saw.
+        context, page = open_page(browser, base_url, scheme=scheme)
+        page.goto(base_url, wait_until="load")
+        page.wait_for_function("() => !!window.document$")
+        after = shown_scheme(page)
+        context.close()
+        assert after == before
+
+
+def test_switch_is_kept_across_pages_reloads_and_the_keyboard(browser, base_url, site):
+    context, page = open_page(browser, base_url, scheme="light", width=1280)
+    page.goto(base_url)
+    page.wait_for_function("() => !!window.document$")
+    light = shown_scheme(page)
+    page.locator(SWITCH).click()
+    dark = shown_scheme(page)
+    assert dark["scheme"] == "slate" and dark["meta"] == ["dark"] and dark["toggles"] == ["Switch to light mode"]
+    assert dark["background"] != light["background"]
+    assert dark["theme"] == [dark["header"]] and light["theme"] == [light["header"]]  # the browser's bar matches
+    page.wait_for_function("() => !document.body.hasAttribute('data-md-color-switching')")
+    # Instant navigation keeps the header: the switch still works on the next page.
+    target = figure_pages(site)[0]
+    page.locator(f"a.md-nav__link[href$='{target}']").first.click()
+    page.wait_for_url(re.compile(re.escape(target) + "$"))
+    page.wait_for_function("() => document.querySelector('.eg-figure')")
+    assert shown_scheme(page)["scheme"] == "slate"
+    page.locator(SWITCH).click()
+    assert shown_scheme(page)["scheme"] == "default"
+    # A reload keeps the choice.
+    page.locator(SWITCH).click()
+    page.reload()
+    assert shown_scheme(page)["scheme"] == "slate"
+    context.close()
+    # The keyboard: Enter on the focused switch moves to the next palette.
+    context, page = open_page(browser, base_url, scheme="light")
+    page.goto(base_url)
+    page.wait_for_function("() => !!window.document$")
+    page.focus("input[name='__palette']:checked")
+    page.keyboard.press("Enter")
+    assert shown_scheme(page)["scheme"] == "slate"
+    page.keyboard.press("Enter")
+    assert shown_scheme(page)["scheme"] == "default"
+    assert page.url.rstrip("/") == base_url.rstrip("/"), "Enter submitted the palette form"
+    context.close()
+
+
+def test_page_follows_the_system_until_the_reader_chooses(browser, base_url):
+    context, page = open_page(browser, base_url, scheme="light")
+    page.goto(base_url)
+    page.wait_for_function("() => !!window.document$")
+    page.emulate_media(color_scheme="dark")
+    page.wait_for_function("() => document.body.getAttribute('data-md-color-scheme') === 'slate'")
+    assert shown_scheme(page)["meta"] == ["dark"]
+    page.locator(SWITCH).click()  # the reader chooses light
+    assert shown_scheme(page)["scheme"] == "default"
+    page.emulate_media(color_scheme="light")
+    page.emulate_media(color_scheme="dark")
+    page.wait_for_timeout(200)
+    assert shown_scheme(page)["scheme"] == "default", "a stored choice outranks the system"
+    context.close()
+
+
+# -- Markdown tables in a box of their own ---------------------------------------------------------
+
+def test_markdown_tables_look_as_the_theme_draws_them(browser, base_url, site):
+    """Each Markdown table sits in its box and is still wrapped by the theme's scroll container,
+    and it is drawn pixel for pixel as the same table without the box. Negative control: a box
+    one pixel narrower draws differently."""
+    path = next(p for p in figure_pages(site) if '<div class="eg-table-box">' in (site / p / "index.html").read_text())
+    url = base_url + path
+
+    def shots(extra_css: str = "", unbox: bool = False) -> list[bytes]:
+        context, page = open_page(browser, url, undo=unboxed if unbox else None)
+        page.goto(url, wait_until="load")
+        page.wait_for_function("() => !!window.document$")
+        if extra_css:
+            page.add_style_tag(content=extra_css)
+        tables = page.locator("article .md-typeset__scrollwrap:not(.eg-table-wrap *)")
+        if not unbox:
+            assert page.locator(".eg-table-box > .md-typeset__scrollwrap > .md-typeset__table > table").count() \
+                == tables.count() > 0
+        out = []
+        for i in range(tables.count()):
+            tables.nth(i).scroll_into_view_if_needed()
+            out.append(page.screenshot(clip=tables.nth(i).bounding_box(), animations="disabled"))
+        context.close()
+        return out
+
+    boxed, plain = shots(), shots(unbox=True)
+    assert len(boxed) == len(plain) and boxed == plain
+    assert shots(".eg-table-box { margin-right: 1px }") != plain
