@@ -288,29 +288,43 @@ def test_page_follows_the_system_until_the_reader_chooses(browser, base_url):
 # -- Markdown tables in a box of their own ---------------------------------------------------------
 
 def test_markdown_tables_look_as_the_theme_draws_them(browser, base_url, site):
-    """Each Markdown table sits in its box and is still wrapped by the theme's scroll container,
-    and it is drawn pixel for pixel as the same table without the box. Negative control: a box
-    one pixel narrower draws differently."""
+    """Each Markdown table sits in its box, and with JavaScript the theme still wraps it in its
+    scroll container. With and without JavaScript, every table is drawn pixel for pixel as the same
+    table without the box, at the same place: the spacing around it and the article's height are
+    the theme's. Negative controls: a box that spaces its letters or shifts by a pixel draws differently, and without the
+    rule that keeps the theme's spacing after a bare table, the page below it moves."""
     path = next(p for p in figure_pages(site) if '<div class="eg-table-box">' in (site / p / "index.html").read_text())
     url = base_url + path
 
-    def shots(extra_css: str = "", unbox: bool = False) -> list[bytes]:
-        context, page = open_page(browser, url, undo=unboxed if unbox else None)
+    def drawn(js: bool, extra_css: str = "", unbox: bool = False) -> tuple[list[bytes], list]:
+        context = browser.new_context(viewport={"width": 1280, "height": 900}, java_script_enabled=js)
+        page = context.new_page()
+        def as_asked(route):  # the page without its boxes, or with a style of the control's (not by
+            response = route.fetch()  # script: it must work without JavaScript)
+            body = unboxed(response.text()) if unbox else response.text()
+            route.fulfill(response=response, body=body.replace("</head>", f"<style>{extra_css}</style></head>", 1))
+        page.route(url, as_asked)
         page.goto(url, wait_until="load")
-        page.wait_for_function("() => !!window.document$")
-        if extra_css:
-            page.add_style_tag(content=extra_css)
-        tables = page.locator("article .md-typeset__scrollwrap:not(.eg-table-wrap *)")
+        if js:
+            page.wait_for_function("() => !!window.document$ && !document.querySelector('article > .eg-table-box > table')")
+        tables = page.locator("article table:not(.eg-data table)")
         if not unbox:
-            assert page.locator(".eg-table-box > .md-typeset__scrollwrap > .md-typeset__table > table").count() \
-                == tables.count() > 0
-        out = []
+            inside = ".eg-table-box > .md-typeset__scrollwrap > .md-typeset__table > table" if js else ".eg-table-box > table"
+            assert page.locator(f"article > {inside}").count() == tables.count() > 0
+        where = page.evaluate("""() => { const a = document.querySelector('article').getBoundingClientRect();
+            return [a.height, ...[...document.querySelectorAll('article table:not(.eg-data table)')]
+                .map(t => { const b = t.getBoundingClientRect(); return [b.left - a.left, b.top - a.top, b.width, b.height]; })]; }""")
+        pictures = []
         for i in range(tables.count()):
             tables.nth(i).scroll_into_view_if_needed()
-            out.append(page.screenshot(clip=tables.nth(i).bounding_box(), animations="disabled"))
+            pictures.append(page.screenshot(clip=tables.nth(i).bounding_box(), animations="disabled"))
         context.close()
-        return out
+        return pictures, where
 
-    boxed, plain = shots(), shots(unbox=True)
-    assert len(boxed) == len(plain) and boxed == plain
-    assert shots(".eg-table-box { margin-right: 1px }") != plain
+    for js in (True, False):
+        boxed, plain = drawn(js), drawn(js, unbox=True)
+        assert boxed[1] == plain[1], js  # the same places and the same article height
+        assert boxed[0] == plain[0], js  # the same pixels
+    assert drawn(True, ".eg-table-box { letter-spacing: .01em }")[0] != drawn(True, unbox=True)[0]
+    assert drawn(True, ".eg-table-box { padding-left: 1px }")[1] != drawn(True, unbox=True)[1]
+    assert drawn(False, ".md-typeset > .eg-table-box + * { margin-top: 1em !important }")[1] != drawn(False, unbox=True)[1]

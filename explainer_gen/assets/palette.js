@@ -17,17 +17,23 @@
   if (!inputs.length) return;
   var body = document.body;
   var KEYS = ["media", "scheme", "primary", "accent"];
-  var get = typeof __md_get === "function" ? __md_get : function () { return null; };
-  var set = typeof __md_set === "function" ? __md_set : function () {};
+  // The theme's storage helpers throw where storage is blocked: then nothing is kept.
+  function get(key) {
+    try { return typeof __md_get === "function" ? __md_get(key) : null; } catch (e) { return null; }
+  }
+  function set(key, value) {
+    try { if (typeof __md_set === "function") __md_set(key, value); } catch (e) { /* not kept */ }
+  }
   var schemeMeta = document.createElement("meta");
   var themeMeta = document.createElement("meta");
   schemeMeta.name = "color-scheme";
   themeMeta.name = "theme-color";
   var current = -1;
+  var chosen = false; // the reader switched on this page (kept even where storage is blocked)
 
+  // As the theme does: a palette without a media query (an empty one) matches any system.
   function matches(input) {
-    var media = input.getAttribute("data-md-color-media");
-    return !!media && matchMedia(media).matches;
+    return matchMedia(input.getAttribute("data-md-color-media") || "").matches;
   }
 
   // A palette's colours; one that follows the system ("(prefers-color-scheme)") takes the
@@ -82,15 +88,22 @@
   document.head.appendChild(schemeMeta);
   document.head.appendChild(themeMeta);
 
-  // The reader's switch: colours change at once, without the theme's transitions, and are kept.
-  function choose(index) {
+  // A change after the start: colours change at once, without the theme's transitions; `keep`
+  // stores the palette (a reader's choice, or an automatic palette's new colours).
+  function change(index, keep) {
     body.setAttribute("data-md-color-switching", "");
-    set("__palette", { index: index, color: apply(index) });
-    setTimeout(function () { body.removeAttribute("data-md-color-switching"); });
+    try {
+      var colour = apply(index);
+      if (keep) set("__palette", { index: index, color: colour });
+    } finally {
+      setTimeout(function () { body.removeAttribute("data-md-color-switching"); });
+    }
   }
   form.addEventListener("change", function (event) {
     var index = inputs.indexOf(event.target);
-    if (index >= 0) choose(index);
+    if (index < 0) return;
+    chosen = true;
+    change(index, true);
   });
   // Enter on the focused switch moves to the next palette, as the theme's component does.
   form.addEventListener("keydown", function (event) {
@@ -100,10 +113,13 @@
     next.click();
     next.focus();
   });
-  // Until the reader chooses, the page follows the system's light or dark setting as it changes.
-  ["(prefers-color-scheme: light)", "(prefers-color-scheme: dark)"].forEach(function (query) {
-    matchMedia(query).addEventListener("change", function () {
-      if (!stored()) apply(initial());
-    });
-  });
+  // When the system's light or dark setting changes: a page whose reader has not chosen follows
+  // it, and an automatic palette ("(prefers-color-scheme)") takes its new colours.
+  var system = matchMedia("(prefers-color-scheme: dark)");
+  var onSystem = function () {
+    if (!chosen && !stored()) change(initial(), false);
+    else if (inputs[current].getAttribute("data-md-color-media") === "(prefers-color-scheme)") change(current, true);
+  };
+  if (system.addEventListener) system.addEventListener("change", onSystem);
+  else if (system.addListener) system.addListener(onSystem);
 })();

@@ -7,7 +7,9 @@
 // makes them again nothing changes, so nothing is restyled.
 (function () {
   var root = document.documentElement;
-  // The bundle swaps no-js for js. Its focus-visible polyfill then marks <html>.
+  // The bundle swaps no-js for js. Its focus-visible polyfill then marks <html>. Should the
+  // bundle fail to load, its <script> puts no-js back (chrome.py), and the theme's no-JavaScript
+  // layout returns.
   root.classList.remove("no-js");
   root.classList.add("js", "js-focus-visible");
   root.setAttribute("data-js-focus-visible", "");
@@ -15,6 +17,7 @@
   // For a stylesheet, that makes the browser process the sheet again and restyle the whole page.
   var links = document.head.querySelectorAll("link[href]");
   for (var i = 0; i < links.length; i++) {
-    if (!/^(?:[a-z]+:)?\/\//i.test(links[i].getAttribute("href"))) links[i].href = links[i].href;
+    var href = links[i].getAttribute("href");
+    if (href && !/^(?:[a-z]+:)?\/\//i.test(href)) links[i].href = links[i].href;
   }
 })();

@@ -30,6 +30,9 @@ OUR_FORM = '<form class="md-header__option" data-eg-palette>'
 _FORM = re.compile(re.escape(PALETTE_FORM) + r"(?P<inputs>.*?)</form>"
                    r"(?P<gap>\s*)(?P<script><script>[^<]*__md_get\(\"__palette\"\)[^<]*</script>)?", re.S)
 _HTML_TAG = re.compile(r'<html\b[^>]*\bclass="no-js"[^>]*>')
+_BUNDLE = re.compile(r'<script src="[^"]*assets/javascripts/bundle\.[0-9a-f]+\.min\.js"')
+# Should the bundle fail to load, <html> is as the theme leaves it for a reader without JavaScript.
+RESTORE = ' onerror="document.documentElement.classList.replace(\'js\', \'no-js\')"'
 
 
 def _inline(source: str) -> str:
@@ -52,6 +55,7 @@ class Chrome:
         """The page with its start-up moved ahead of its content (see the module's docstring)."""
         if _HTML_TAG.search(page_html) and "</head>" in page_html and self.start not in page_html:
             page_html = page_html.replace("</head>", f"<script>{self.start}</script></head>", 1)
+            page_html = _BUNDLE.sub(lambda m: m[0] + RESTORE, page_html, count=1)
         return _FORM.sub(lambda m: f"{OUR_FORM}{m['inputs']}</form>{m['gap']}<script>{self.palette}</script>",
                          page_html, count=1)
 
