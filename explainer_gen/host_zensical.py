@@ -159,14 +159,13 @@ def build(config_file: Path, zensical: str = "zensical", site_dir: Path | None =
         whole = convert(config_file, cfg, zensical, staging.stage)
         if whole:
             write_generated(staging.stage, generated)
-            for src_uri in site.sources:
-                page = staging.stage / File(src_uri, cfg.docs_dir, "", cfg.use_directory_urls).dest_uri
+            # Each page, and the theme's own 404 page, which starts up as the others do.
+            files = {src_uri: File(src_uri, cfg.docs_dir, "", cfg.use_directory_urls).dest_uri
+                     for src_uri in site.sources}
+            for name, dest in {**files, "404.html": "404.html"}.items():
+                page = staging.stage / dest
                 if page.exists():
-                    page.write_text(site.finish_page(src_uri, page.read_text(encoding="utf-8")), encoding="utf-8")
-            theme_page = staging.stage / "404.html"  # the theme's own page starts up as the others do
-            if theme_page.exists():
-                theme_page.write_text(site.finish_page("404.html", theme_page.read_text(encoding="utf-8")),
-                                      encoding="utf-8")
+                    page.write_text(site.finish_page(name, page.read_text(encoding="utf-8")), encoding="utf-8")
     except SourceError as exc:
         print(f"explainer: {exc}", file=sys.stderr)
         whole = False

@@ -93,9 +93,6 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
     def on_post_page(self, output: str, *, page, config: MkDocsConfig) -> str | None:
         if not self.config.enabled:
             return None
-        # Material's search overlay is a dialog without a name; screen readers announce it blank.
-        output = output.replace('class="md-search" data-md-component="search" role="dialog"',
-                                'class="md-search" data-md-component="search" role="dialog" aria-label="Search"', 1)
         return self.site.finish_page(page.file.src_uri, output)
 
     def on_post_template(self, output_content: str, *, template_name: str, config: MkDocsConfig) -> str | None:

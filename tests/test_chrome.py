@@ -4,16 +4,18 @@ The markup below is what Material's partials/palette.html, partials/javascripts/
 base.html write (Zensical's templates write the same)."""
 from __future__ import annotations
 
-from explainer_gen.render.chrome import OUR_FORM, PALETTE_FORM, Chrome
+from explainer_gen.compute.cache import PACKAGE_ROOT
+from explainer_gen.render.chrome import NAMED_SEARCH, OUR_FORM, PALETTE_FORM, Chrome
 
 THEME_SCRIPT = ('<script>var palette=__md_get("__palette");if(palette&&palette.color){for(var[key,value]'
                 'of Object.entries(palette.color))document.body.setAttribute("data-md-color-"+key,value)}</script>')
 FORM = (f'{PALETTE_FORM}\n  <input class="md-option" data-md-color-media="(prefers-color-scheme: light)" '
         'type="radio" name="__palette" id="__palette_0">\n  <label class="md-header__button md-icon" '
         'for="__palette_1" hidden></label>\n</form>')
+SEARCH = '<div class="md-search" data-md-component="search" role="dialog">'
 PAGE = (f'<!doctype html><html lang="en" class="no-js"><head><title>t</title></head><body dir="ltr">'
         f'<header class="md-header" data-md-component="header">{FORM}\n    {THEME_SCRIPT}</header>'
-        f'<article>text</article></body></html>')
+        f'{SEARCH}</div><article>text</article></body></html>')
 CHROME = Chrome.read()
 
 
@@ -25,7 +27,9 @@ def test_start_goes_last_in_head_and_the_palette_replaces_the_themes():
     assert THEME_SCRIPT not in out and out.count(palette) == 1
     # Our palette follows the form (it reads its inputs as the page is parsed); the rest is as it was.
     assert out.index(palette) > out.index("</form>")
-    assert out.replace(start, "").replace(palette, THEME_SCRIPT).replace(OUR_FORM, PALETTE_FORM) == PAGE
+    assert NAMED_SEARCH in out and SEARCH not in out  # the search dialog has a name for screen readers
+    assert (out.replace(start, "").replace(palette, THEME_SCRIPT).replace(OUR_FORM, PALETTE_FORM)
+            .replace(NAMED_SEARCH, SEARCH)) == PAGE
 
 
 def test_apply_is_idempotent_and_leaves_other_pages_alone():
@@ -40,7 +44,7 @@ def test_apply_is_idempotent_and_leaves_other_pages_alone():
 
 def test_inlined_scripts_keep_every_line_of_code():
     for name, text in (("start.js", CHROME.start), ("palette.js", CHROME.palette)):
-        source = (Chrome.read.__globals__["ASSETS"] / name).read_text()
+        source = (PACKAGE_ROOT / "assets" / name).read_text()
         code = [line.strip() for line in source.splitlines() if line.strip() and not line.strip().startswith("//")]
         assert text.splitlines() == code
         assert "</script" not in text  # it can sit inside a <script> element

@@ -63,7 +63,6 @@ def open_page(browser, url: str, *, scheme: str = "light", undo=None, init: str 
 LATE_CHANGES = r"""
 window.__late = [];
 (() => {
-  const last = new Map();
   const value = (t, name) => t.getAttribute(name);
   new MutationObserver(records => {
     const late = !!document.querySelector('script[src*="javascripts/bundle."]');
@@ -78,7 +77,6 @@ window.__late = [];
         || (t.tagName === 'LINK' && r.attributeName === 'href' && /stylesheet/.test(t.rel))
         || (t.tagName === 'META' && t.name === 'color-scheme' && r.attributeName === 'content');
       if (!watched) continue;
-      const key = [t, r.attributeName];
       // The record's old value against the value after it: the next record's old value, or now.
       const later = records.slice(records.indexOf(r) + 1).find(n => n.target === t && n.attributeName === r.attributeName);
       const after = later ? later.oldValue : value(t, r.attributeName);
@@ -214,14 +212,20 @@ def test_first_visit_takes_the_systems_scheme_before_the_bundle(browser, base_ur
     """A first visit in a dark system is dark from the first paint: with the theme's bundle never
     loaded, the page is already in the dark palette, its meta tags say so, and the one toggle
     shown offers light mode."""
-    for scheme, palette, meta, toggle in (("dark", "slate", "dark", "Switch to light mode"),
-                                          ("light", "default", "light", "Switch to dark mode")):
+    backgrounds = set()
+    for scheme in ("dark", "light"):
         context, page = open_page(browser, base_url, scheme=scheme, block_bundle=True)
         page.goto(base_url, wait_until="load")
         assert page.evaluate("() => !window.document$"), "the bundle was meant to be blocked"
         before = shown_scheme(page)
+        # What the page's own palette form offers for this system setting: its scheme, and the
+        # toggle that follows it (the theme's markup, read as written in the page).
+        palette, toggle = page.evaluate("""s => { const i = document.querySelector(
+            `input[data-md-color-media='(prefers-color-scheme: ${s})']`);
+            return [i.getAttribute('data-md-color-scheme'), i.nextElementSibling.title]; }""", scheme)
         context.close()
-        assert before["scheme"] == palette and before["meta"] == [meta] and before["toggles"] == [toggle], before
+        assert before["scheme"] == palette and before["meta"] == [scheme] and before["toggles"] == [toggle], before
+        backgrounds.add(before["background"])
         assert len(before["theme"]) == 1 and re.fullmatch(r"#[0-9a-f]{6}", before["theme"][0]), before
         # With the bundle: the same, so nothing it does differs from what the reader first saw.
         context, page = open_page(browser, base_url, scheme=scheme)
@@ -230,6 +234,7 @@ def test_first_visit_takes_the_systems_scheme_before_the_bundle(browser, base_ur
         after = shown_scheme(page)
         context.close()
         assert after == before
+    assert len(backgrounds) == 2  # the two systems' pages really differ
 
 
 def test_switch_is_kept_across_pages_reloads_and_the_keyboard(browser, base_url, site):

@@ -13,7 +13,8 @@ explainer page at phone speed that made up most of the main thread's blocking ti
 the end of <head>. `assets/palette.js` replaces the palette component: it is inlined after the
 header's palette form, in place of the theme's own inline palette script, whose work it includes.
 The form loses its `data-md-component="palette"`, so the bundle mounts no palette of its own.
-A page whose theme shows none of these keeps what it has.
+A page whose theme shows none of these keeps what it has. Chrome.apply also names Material's
+search dialog, which screen readers would otherwise announce blank.
 (The fourth cost, Material re-inserting each Markdown table to wrap it, is met by the
 Markdown extension, which gives each table a box of its own: markdown_ext.py.)
 """
@@ -21,9 +22,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
+from ..compute.cache import PACKAGE_ROOT
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
 PALETTE_FORM = '<form class="md-header__option" data-md-component="palette">'
 OUR_FORM = '<form class="md-header__option" data-eg-palette>'
 # The palette form, then the theme's inline script that applies the stored palette (if present).
@@ -33,6 +33,10 @@ _HTML_TAG = re.compile(r'<html\b[^>]*\bclass="no-js"[^>]*>')
 _BUNDLE = re.compile(r'<script src="[^"]*assets/javascripts/bundle\.[0-9a-f]+\.min\.js"')
 # Should the bundle fail to load, <html> is as the theme leaves it for a reader without JavaScript.
 RESTORE = ' onerror="document.documentElement.classList.replace(\'js\', \'no-js\')"'
+# Material's search overlay is a dialog without a name; screen readers announce it blank.
+# (Zensical's has its name already.)
+_SEARCH = '<div class="md-search" data-md-component="search" role="dialog">'
+NAMED_SEARCH = '<div class="md-search" data-md-component="search" role="dialog" aria-label="Search">'
 
 
 def _inline(source: str) -> str:
@@ -49,10 +53,13 @@ class Chrome:
     @classmethod
     def read(cls) -> "Chrome":
         """The scripts as they are on disk now (read each build, so `mkdocs serve` sees edits)."""
-        return cls(*(_inline((ASSETS / name).read_text(encoding="utf-8")) for name in ("start.js", "palette.js")))
+        return cls(*(_inline((PACKAGE_ROOT / "assets" / name).read_text(encoding="utf-8"))
+                     for name in ("start.js", "palette.js")))
 
     def apply(self, page_html: str) -> str:
-        """The page with its start-up moved ahead of its content (see the module's docstring)."""
+        """The page with its start-up moved ahead of its content (see the module's docstring), and
+        the search dialog named."""
+        page_html = page_html.replace(_SEARCH, NAMED_SEARCH, 1)
         if _HTML_TAG.search(page_html) and "</head>" in page_html and self.start not in page_html:
             page_html = page_html.replace("</head>", f"<script>{self.start}</script></head>", 1)
             page_html = _BUNDLE.sub(lambda m: m[0] + RESTORE, page_html, count=1)
