@@ -18,10 +18,12 @@ the pages computed, and `timing`.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import json
 import os
+import pickle
 import posixpath
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,7 +139,7 @@ class SiteBuild:
         for p in pages:
             self._by_body.setdefault(_body_key(_body(p.text)), []).append(p.src_uri)
         self.refs = CrossRefs.collect(self.docs_dir, os.path.relpath(self.docs_dir, self.root),
-                                      [Source(p.src_uri, p.path, p.text) for p in pages], list(nav))
+                                      [Source(p.src_uri, p.path, p.text) for p in pages], list(nav), self.cache)
         if self.refs.feed_page:
             self._add(ATOM_PATH, self.refs.atom(site_name, site_url, self.urls))
         bundle = javascript_bundle(self.cache)
@@ -150,10 +152,10 @@ class SiteBuild:
 
         self._in_parallel(pages)
         for p in pages:
-            # A page whose source, catalogue and code are unchanged since the last build in
-            # this process (`mkdocs serve`) is not read again.
+            # A page whose source, catalogue and code are unchanged since an earlier build is not
+            # read again: this process keeps it (`mkdocs serve`), and the disk cache has it pickled.
             page_key = self._page_key(p)
-            page = self.memory.get("page", page_key) or self.compute_page(p)
+            page = self._known_page(page_key) or self.compute_page(p)
             if not page.live and not page.numbers:
                 continue
             self.pages[p.src_uri] = page
@@ -178,9 +180,34 @@ class SiteBuild:
     def _page_key(self, p: PageSource) -> str:
         return digest(self.fingerprint, self.budget, p.path, p.text)
 
+    def _known_page(self, page_key: str) -> PageBuild | None:
+        """The page as an earlier build computed it: from this process's memory, else unpickled from
+        the disk cache (its key hashes the page's text, the catalogue and the computing code, whose
+        classes the pickle names). An entry that cannot be read back is a miss."""
+        page = self.memory.get("page", page_key)
+        if page is None and (data := self.cache.get_bytes("pages", page_key)) is not None:
+            try:
+                page = pickle.loads(data)
+            except Exception:  # noqa: BLE001  (written by other code, or torn: compute it again)
+                page = None
+            if not isinstance(page, PageBuild):
+                return None
+            self.memory.put("page", page_key, page)
+        return page
+
+    def _keep_page(self, p: PageSource, page: PageBuild) -> None:
+        """Record a page computed in full: in memory, and pickled in the disk cache, whose entry also
+        tells later builds that the page is complete, so none hands it to a worker again."""
+        key = self._page_key(p)
+        self.memory.put("page", key, page)
+        if self.cache.root is not None:  # figures as a rebuild reads them: the light part
+            light = dataclasses.replace(page, figures=[dataclasses.replace(f, artifacts=f.artifacts.light())
+                                                       for f in page.figures])
+            self.cache.put_bytes("pages", key, pickle.dumps(light, protocol=pickle.HIGHEST_PROTOCOL))
+
     def compute_page(self, p: PageSource, share: int | None = None) -> PageBuild:
-        """Check and compute one page, its figures and numbers through the caches; the disk cache
-        then records that the page is complete, so no later build hands it to a worker again.
+        """Check and compute one page, its figures and numbers through the caches, and keep it
+        (`_keep_page`).
 
         A worker passes `share`: its figure of that place on the page (0, 1, ...), or with
         `workers.NUMBERS` its inline numbers, is computed into the cache and the rest stands in
@@ -198,8 +225,7 @@ class SiteBuild:
         if share is not None and 0 <= share < len(page.figures):
             self._figure_files(page.figures[share])  # its site files too, into the cache
         if share is None:
-            self.memory.put("page", self._page_key(p), page)
-            self.cache.put("pages", self._page_key(p), "complete")
+            self._keep_page(p, page)
         return page
 
     def _in_parallel(self, pages: list[PageSource]) -> None:
@@ -224,7 +250,8 @@ class SiteBuild:
     def _uncached_shares(self, p: PageSource) -> list[int]:
         """The page's shares of work (`workers.PageJob.share`) that no cache holds: the page is read as a
         build reads it, but its figures and numbers are only looked up. A prose edit changes the
-        page and none of its results, so it leaves nothing for a worker to do."""
+        page and none of its results, so it leaves nothing for a worker to do, and the page read
+        here is then the page itself (kept, so the build does not read it twice)."""
         place, missing = itertools.count(), set()
 
         def known(namespace: str, key: str) -> bool:
@@ -232,18 +259,22 @@ class SiteBuild:
 
         def figure(req):
             i = next(place)
-            if not known("figure-meta", self._figure_key(req)):
-                missing.add(i)
+            if known("figure-meta", self._figure_key(req)):
+                return self._figure(req)
+            missing.add(i)
             return workers.ELSEWHERE_FIGURE
 
         def number(identity, make):
-            if not known("numbers", self._number_key(identity)):
-                missing.add(workers.NUMBERS)
+            if known("numbers", self._number_key(identity)):
+                return self._number(identity, make)
+            missing.add(workers.NUMBERS)
             return workers.ELSEWHERE_NUMBER
         try:
-            build_page(p.text, p.path, self.catalogue, figure, self.budget, number)
+            page = build_page(p.text, p.path, self.catalogue, figure, self.budget, number)
         except SourceError:
             return []  # the build's own pass reports it, with its file and line
+        if not missing:
+            self._keep_page(p, page)
         return sorted(missing)
 
     def _add(self, path: str, content: Generated) -> str:

@@ -6,15 +6,13 @@ what the paper gives this site. Nothing here knows about MkDocs.
 from __future__ import annotations
 
 import dataclasses
-from functools import lru_cache
-
+import hashlib
+import json
 import re
 from dataclasses import dataclass
+from functools import lru_cache
+from importlib import metadata
 from pathlib import Path
-
-import bibtexparser
-from bibtexparser import middlewares as mw
-from pylatexenc.latex2text import LatexNodes2Text
 
 from models.yamlsource import SourceError
 
@@ -125,15 +123,46 @@ class Bibliography:
         return list(self.papers)
 
 
-def load_bibliography(path: Path, display: str) -> Bibliography:
-    """Read `path`; a missing file is an empty bibliography. Errors name `display` and a line."""
+def _parser_key() -> str:
+    """This module's code as loaded and the parsers' versions: what decides a parse besides its text."""
+    versions = []
+    for dist in ("bibtexparser", "pylatexenc"):
+        try:
+            versions.append(metadata.version(dist))
+        except metadata.PackageNotFoundError:
+            versions.append("unknown")
+    return hashlib.sha256((Path(__file__).read_text(encoding="utf-8") + repr(versions)).encode()).hexdigest()
+
+
+_PARSER_KEY = _parser_key()
+
+
+def load_bibliography(path: Path, display: str, cache=None) -> Bibliography:
+    """Read `path`; a missing file is an empty bibliography. Errors name `display` and a line.
+
+    Parsing BibTeX (its LaTeX decoded by pylatexenc) is the slow part of a rebuild, and the file
+    rarely changes: `cache` (a compute.cache.DiskCache) keeps the checked papers by the file's text,
+    so a new process reads them back; a file with a mistake is never stored, and raises each time."""
     if not path.is_file():
         return Bibliography([], display)
-    return parse_bibliography(path.read_text(encoding="utf-8"), display)
+    text = path.read_text(encoding="utf-8")
+    key = hashlib.sha256(json.dumps([_PARSER_KEY, display, text]).encode()).hexdigest()
+    stored = cache.get("bibliography", key) if cache is not None else None
+    if stored is not None:
+        papers = [Paper(**{**d, "authors": tuple(d["authors"]), "surnames": tuple(d["surnames"])})
+                  for d in json.loads(stored)]
+        return Bibliography(papers, display)
+    bib = parse_bibliography(text, display)
+    if cache is not None:
+        cache.put("bibliography", key, json.dumps([dataclasses.asdict(p) for p in bib], sort_keys=True))
+    return bib
 
 
-@lru_cache(maxsize=8)  # parsing BibTeX is the slow part of a rebuild; the text rarely changes
+@lru_cache(maxsize=8)  # `mkdocs serve` without a disk cache still parses an unchanged file once
 def parse_bibliography(text: str, display: str) -> Bibliography:
+    import bibtexparser  # here, not at import: a rebuild reads the parsed papers from the cache
+    from bibtexparser import middlewares as mw
+
     library = bibtexparser.parse_string(
         text, append_middleware=[mw.SeparateCoAuthors(), mw.SplitNameParts(), mw.LatexDecodingMiddleware()])
     for block in library.failed_blocks:
@@ -147,11 +176,14 @@ def parse_bibliography(text: str, display: str) -> Bibliography:
     return Bibliography([_paper(entry, display) for entry in library.entries], display)
 
 
-_LATEX = LatexNodes2Text()
+@lru_cache(maxsize=1)
+def _latex_decoder():
+    from pylatexenc.latex2text import LatexNodes2Text
+    return LatexNodes2Text()
 
 
 def _latex(text: str) -> str:
-    return " ".join(_LATEX.latex_to_text(text).split())
+    return " ".join(_latex_decoder().latex_to_text(text).split())
 
 
 def _paper(entry, display: str) -> Paper:

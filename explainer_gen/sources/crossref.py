@@ -58,8 +58,9 @@ class CrossRefs:
 
     @classmethod
     def collect(cls, docs_dir: Path, docs_display: str, sources: list[Source],
-                nav_order: list[str] = ()) -> "CrossRefs":
-        bib = load_bibliography(docs_dir / BIB_PATH, f"{docs_display}/{BIB_PATH}")
+                nav_order: list[str] = (), cache=None) -> "CrossRefs":
+        """Read and check every page's cross-references; `cache` (a DiskCache) keeps the parsed bibliography."""
+        bib = load_bibliography(docs_dir / BIB_PATH, f"{docs_display}/{BIB_PATH}", cache)
         glossary = load_glossary(docs_dir / GLOSSARY_PATH, f"{docs_display}/{GLOSSARY_PATH}")
         pages: dict[str, PageInfo] = {}
         raw_next: dict[str, list[tuple[str, int, str]]] = {}
