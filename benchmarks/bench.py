@@ -12,8 +12,8 @@ Targets (from the issues):
            same pages; a rebuild after a prose edit with the cache warm <= 1.15x a plain build, in
            a new process and in one `mkdocs serve` process; model share of a one-process cold
            build < 5%; figure data <= 100 KB gzip per page.
-  scale    a synthetic site, the explainers copied 1, 3 and 9 times (15, 45 and 135 figures today,
-           each copy's captions made its own so nothing is shared through the cache): time and
+  scale    synthetic sites of 10, 30 and 100 figures (the explainers, then copies of them, each
+           copy's captions made its own so no figure is shared through the cache): time and
            peak RSS (all the build's processes together) of a cold build at each size; the
            marginal cost per figure <= 150 ms, time growing linearly or better, peak RSS < 1 GB.
   pages    (issues 16, 17) what one page adds to a cold build of the whole site, as whole
@@ -463,40 +463,74 @@ def process_build(config: Path, site_dir: Path) -> tuple[float, int]:
     return seconds, peak
 
 
-def synthetic_docs(work: Path, copies: int) -> Path:
-    """The site's docs with the explainers copied `copies` times in all: each copy under
-    `copies/<n>/`, its captions (part of a figure's cache key) marked with the copy's number."""
-    docs = work / "docs"
+def figures_in(text: str) -> int:
+    return text.count("```explainer")
+
+
+def synthetic_site(root: Path, figures: int) -> Path:
+    """A site of exactly `figures` figures under `root` (its config returned): the explainers, in
+    nav order, taken whole and again as copies under `copies/<n>/` until the count is reached.
+    Explainers left out are removed with their nav entries and the Read next entries that point at
+    them. Each copy's captions (part of a figure's cache key) carry the copy's number, so nothing is
+    shared through the cache but a copied page's inline numbers, which the first copy computes."""
+    pages = [line.strip()[2:] for line in (REPO / "mkdocs.yml").read_text().splitlines()
+             if line.strip().startswith("- explainers/") and line.strip().endswith(".md")]
+    counts = {page: figures_in((REPO / "docs" / page).read_text()) for page in pages}
+    chosen: list[tuple[int, str]] = []  # (copy number, page)
+    total, copy = 0, 1
+    while total < figures:
+        for page in pages:
+            if counts[page] and total + counts[page] <= figures:
+                chosen.append((copy, page))
+                total += counts[page]
+        if copy > 1 and not any(c == copy for c, _ in chosen):
+            raise ValueError(f"no mix of the explainers makes exactly {figures} figures")
+        copy += 1
+    docs = root / "docs"
     shutil.copytree(REPO / "docs", docs)
-    for n in range(2, copies + 1):
-        for page in sorted((REPO / "docs/explainers").glob("*.md")):
-            dest = docs / "copies" / str(n) / page.name
+    config = (REPO / "mkdocs.yml").read_text()
+    for page in pages:
+        if (1, page) not in chosen:
+            (docs / page).unlink()
+            config = config.replace(f"      - {page}\n", "")
+            for other in (docs / "explainers").glob("*.md"):
+                other.write_text(re.sub(rf"  - page: {re.escape(page)}\n    why: .*\n", "", other.read_text()))
+    for n, page in chosen:
+        if n > 1:
+            dest = docs / "copies" / str(n) / Path(page).name
             dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_text(re.sub(r"^caption: (.*)$", rf"caption: \1 (copy {n})", page.read_text(), flags=re.M))
-    return docs
+            text = (docs / page).read_text() if (docs / page).exists() else (REPO / "docs" / page).read_text()
+            dest.write_text(re.sub(r"^caption: (.*)$", rf"caption: \1 (copy {n})", text, flags=re.M))
+    assert sum(figures_in(p.read_text()) for p in docs.rglob("*.md")) == figures
+    (root / "mkdocs.yml").write_text(config)
+    return root / "mkdocs.yml"
 
 
-def scale_rows(work: Path, counts: tuple[int, ...] = (1, 3, 9)) -> list[dict]:
-    """Cold and plain builds of the synthetic site at each number of copies (one run each)."""
+SCALE = (10, 30, 100)
+
+
+def scale_rows(work: Path, sizes: tuple[int, ...] = SCALE) -> list[dict]:
+    """Cold and plain builds, as whole processes, of the synthetic site at each size (one run each)."""
     rows = []
-    for copies in counts:
-        root = work / f"scale-{copies}"
-        synthetic_docs(root, copies)
-        figures = sum(p.read_text().count("```explainer") for p in (root / "docs").rglob("*.md"))
-        cold_cfg = with_plugin_options(REPO / "mkdocs.yml", root / "mkdocs-cold.yml", cache_dir=".cache-cold")
-        plain_cfg = with_plugin_options(REPO / "mkdocs.yml", root / "mkdocs-plain.yml", enabled=False)
+    for figures in sizes:
+        root = work / f"scale-{figures}"
+        config = synthetic_site(root, figures)
+        cold_cfg = with_plugin_options(config, root / "mkdocs-cold.yml", cache_dir=".cache-cold")
+        plain_cfg = with_plugin_options(config, root / "mkdocs-plain.yml", enabled=False)
         plain, _ = process_build(plain_cfg, root / "site-plain")
         cold, rss = process_build(cold_cfg, root / "site-cold")
-        rows.append({"copies": copies, "figures": figures, "cold": cold, "plain": plain, "rss": rss})
+        pages = sum(1 for _ in (root / "docs").rglob("*.md"))
+        rows.append({"figures": figures, "pages": pages, "cold": cold, "plain": plain, "rss": rss})
         shutil.rmtree(root, ignore_errors=True)
     return rows
 
 
 def print_scale(rows: list[dict]) -> None:
-    print("\nat scale: the explainers copied 1, 3 and 9 times, cold builds as whole processes "
-          "(targets: <= 150 ms per added figure, linear or better, peak RSS < 1 GB)")
+    print(f"\nat scale: synthetic sites of {', '.join(str(r['figures']) for r in rows)} figures (the explainers "
+          "and copies of them), cold builds as whole processes\n(targets: <= 150 ms per added figure, "
+          "linear or better, peak RSS < 1 GB at 100 figures)")
     for r in rows:
-        print(f"  {r['figures']:4d} figures   cold {r['cold']:7.2f} s   plain {r['plain']:6.2f} s   "
+        print(f"  {r['figures']:4d} figures on {r['pages']:3d} pages   cold {r['cold']:7.2f} s   plain {r['plain']:6.2f} s   "
               f"cold/plain {r['cold'] / r['plain']:5.2f} x   peak RSS {r['rss'] / 2**20:6.0f} MB "
               f"{verdict(r['rss'] < 2**30)}")
     first, mid, last = rows[0], rows[len(rows) // 2], rows[-1]
@@ -549,7 +583,7 @@ def one_build(config: str, site_dir: str, cache_dir: str, enabled: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--no-browser", action="store_true")
-    ap.add_argument("--no-scale", action="store_true", help="skip the synthetic site of the explainers copied 1, 3 and 9 times")
+    ap.add_argument("--no-scale", action="store_true", help="skip the synthetic sites of 10, 30 and 100 figures")
     ap.add_argument("--one-build", nargs=4)
     ap.add_argument("--keep-lighthouse", type=Path, metavar="DIR", help="copy every Lighthouse JSON report here")
     args = ap.parse_args()
