@@ -415,8 +415,9 @@ def print_lighthouse(lh: dict, runs: int) -> None:
             print(f"    no weight:    [{a['category']}] {a['title']} ({a['id']}; {below_text(a, r['runs'])})")
 
 
-def fresh_build(config: Path, site_dir: Path, cache_dir: Path | None, enabled: bool = True) -> tuple[float, float]:
-    """One build in a new Python process (as `mkdocs build` runs): its time and its model time.
+def fresh_build(config: Path, site_dir: Path, cache_dir: Path | None, enabled: bool = True) -> tuple[float, dict]:
+    """One build in a new Python process (as `mkdocs build` runs): its time and its seconds by phase
+    (compute.timing.PHASES).
 
     Imports are done before the clock starts, so the figure is the build, not Python's start-up.
     """
@@ -428,7 +429,7 @@ def fresh_build(config: Path, site_dir: Path, cache_dir: Path | None, enabled: b
     if out.returncode != 0:
         raise RuntimeError(f"build of {site_dir} failed:\n{out.stderr.strip()[-2000:]}")
     result = json.loads(out.stdout.strip().splitlines()[-1])
-    return result["seconds"], result["model_seconds"]
+    return result["seconds"], result["phases"]
 
 
 def _group_rss(pgid: int) -> int:
@@ -572,12 +573,25 @@ def page_cost(work: Path, page: str, pairs: int = 3) -> float:
     return statistics.median(extra)
 
 
+def print_phases(phases: dict[str, float], cold: float, plain: float) -> None:
+    """Where a one-process cold build's time goes, phase by phase (each second counted once)."""
+    from explainer_gen.compute.timing import PHASES
+
+    print("  where that cold build's time goes:")
+    for name, what in PHASES.items():
+        value = phases.get(name, 0.0)
+        print(f"    {name:9} {value:7.3f} s {value / cold:6.1%}   {what}")
+    rest = cold - sum(phases.values())
+    print(f"    {'the rest':9} {rest:7.3f} s {rest / cold:6.1%}   pages read and checked, the cache, Markdown, the "
+          f"theme (a plain build takes {plain:.3f} s of it)")
+
+
 def one_build(config: str, site_dir: str, cache_dir: str, enabled: str) -> None:
     import explainer_gen.plugin  # noqa: F401  (imports outside the timing)
 
     timings: list = []
     seconds = timed_build(Path(config), Path(site_dir), Path(cache_dir) if cache_dir else None, enabled == "1", timings)
-    print(json.dumps({"seconds": seconds, "model_seconds": timings[0].model_seconds if timings else 0.0}))
+    print(json.dumps({"seconds": seconds, "phases": timings[0].seconds if timings else {}}))
 
 
 def main() -> None:
@@ -608,7 +622,9 @@ def main() -> None:
         cold_p, cold_rss = min(colds)
         # One process, workers off, imports before the clock: where the time goes.
         serial = with_plugin_options(config, work / "mkdocs-serial.yml", workers=1)
-        cold, model_s = min(fresh_build(serial, work / f"serial{i}", work / f"serial-cache-{i}") for i in range(2))
+        cold, phases = min((fresh_build(serial, work / f"serial{i}", work / f"serial-cache-{i}") for i in range(2)),
+                           key=lambda r: r[0])
+        model_s = phases.get("models", 0.0)
         plain = min(fresh_build(config, work / "plain", None, enabled=False)[0] for _ in range(3))
         cache_cfg = with_plugin_options(config, work / "mkdocs-cached.yml", cache_dir="cold-cache-0")
         cache = work / "cold-cache-0"
@@ -643,6 +659,7 @@ def main() -> None:
               f"target <= 1.15 {verdict(cached_cli / plain_p <= 1.15)}")
         print(f"\nin one process, imports before the clock, workers off: cold {cold:.3f} s, plain {plain:.3f} s")
         print(f"  time in models                     {model_s:7.3f} s   share {model_s / cold:6.1%}   (target < 5%)")
+        print_phases(phases, cold, plain)
         print("rebuild after a prose edit, warm cache:")
         print(f"  same process (mkdocs serve)        {cached_serve:7.3f} s   {cached_serve / plain_serve:5.2f} x plain "
               f"({plain_serve:.3f} s)   target <= 1.15 {verdict(cached_serve / plain_serve <= 1.15)}")

@@ -244,7 +244,7 @@ class SiteBuild:
         self.timing.workers = min(self.workers, len(jobs))
         for result in workers.run(jobs, self.timing.workers):
             self.timing.figures_computed += result.get("figures_computed", 0)
-            self.timing.model_seconds += result.get("model_seconds", 0.0)
+            self.timing.add(result.get("seconds", {}))
         self.timing.worker_pages = len({job.src_uri for job in jobs})
 
     def _uncached_shares(self, p: PageSource) -> list[int]:
@@ -333,6 +333,10 @@ class SiteBuild:
         With a cache, each file is stored once as a blob that the host copies, so a rebuild
         reads no figure data at all.
         """
+        with self.timing.phase("files"):
+            return self._write_figure_files(fig)
+
+    def _write_figure_files(self, fig) -> dict[str, str]:
         key = digest(fig.artifacts.key, fig.scenario_map)
         stem = f"{ASSETS}/fig/{key[:16]}"
         if self.cache.root is None:

@@ -172,10 +172,12 @@ def build_figure(req: FigureRequest, catalogue: Catalogue, timing: Timing | None
         with timing.in_models():
             cols = kind.compute(resolved, grid)
         _check_finite(cols, req, scenario)
-        data[scenario.key] = {name: _round(values) for name, values in cols.items()}
-        if not sizes:  # the default scenario's data is what the page's budget counts
-            sizes[scenario.key] = gzip_size(dumps(data[scenario.key]))
-        described[scenario.key] = describe_positions(kind, cols, resolved, req.sliders, fields)
+        with timing.phase("data"):
+            data[scenario.key] = {name: _round(values) for name, values in cols.items()}
+            if not sizes:  # the default scenario's data is what the page's budget counts
+                sizes[scenario.key] = gzip_size(dumps(data[scenario.key]))
+        with timing.phase("describe"):
+            described[scenario.key] = describe_positions(kind, cols, resolved, req.sliders, fields)
         if default_cols is None:
             default_cols, default_resolved = cols, resolved
     defaults = {s.name: s.default for s in req.sliders.values()}
@@ -183,20 +185,25 @@ def build_figure(req: FigureRequest, catalogue: Catalogue, timing: Timing | None
                                                   for f in fields])
 
     # altair's own validation costs about 0.1 s a figure; tests/test_build.py validates every shipped spec.
-    spec = kind.chart(req.sliders).to_dict(validate=False)
+    with timing.phase("chart"):
+        spec = kind.chart(req.sliders).to_dict(validate=False)
     spec.update(width="container", autosize={"type": "fit-x", "contains": "padding"}, description=description)
     spec["config"] = {**spec.get("config", {}), **theme.CONFIG}
     try:
-        svg = static_svg(spec, data[req.scenarios[0].key])
+        with timing.phase("picture"):
+            svg = static_svg(spec, data[req.scenarios[0].key])
     except ValueError as exc:
         raise SourceError(req.path, req.line, f"figure {req.kind!r}: {exc}") from None
+    with timing.phase("vega"):
+        vega = compile_for_page(spec)
+    with timing.phase("data"):
+        csv_text = _csv(default_cols, kind.columns, default_resolved, catalogue)
+        table = kind.table(default_cols, default_resolved, req.sliders)
     return FigureArtifacts(
         kind=req.kind, spec=spec, data=data, default=req.scenarios[0].key,
-        vega=compile_for_page(spec), svg=svg, image_size=svg_size(svg),
+        vega=vega, svg=svg, image_size=svg_size(svg),
         describe={"template": kind.description, "fields": fields, "values": described},
-        csv=_csv(default_cols, kind.columns, default_resolved, catalogue),
-        table=kind.table(default_cols, default_resolved, req.sliders),
-        alt=spec["description"], sizes=sizes,
+        csv=csv_text, table=table, alt=spec["description"], sizes=sizes,
     )
 
 

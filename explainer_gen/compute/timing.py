@@ -1,23 +1,62 @@
-"""Time spent inside the models, so the benchmark can report it as a share of a build."""
+"""Where a build's computing time goes, by phase, so the benchmark can say what a cold build costs."""
 from __future__ import annotations
 
 import time
 from contextlib import contextmanager
 
+# The phases a build times, in the order the benchmark prints them. Each second is counted once:
+# a phase entered inside another (the models, inside a figure's description) pauses the outer one.
+PHASES = {
+    "models": "the models (numpy), for figures and inline numbers",
+    "numbers": "inline numbers: evaluating and formatting them, outside the models",
+    "describe": "figure descriptions at every slider position (their facts, scalar model calls included)",
+    "picture": "static pictures: vl-convert drawing the SVG, then its colours made the page's",
+    "chart": "Vega-Lite specs from altair (the first one imports altair)",
+    "vega": "specs compiled to Vega for the page's loader (vl-convert)",
+    "data": "data rounded for the page, its gzip size, the CSV and the table",
+    "files": "the figures' site files: JSON written and stored in the cache",
+}
+
 
 class Timing:
-    """One build's count of figures run through the models (cache misses) and the seconds spent
-    in model code. The build owns one (site.SiteBuild.timing) and hands it down."""
+    """One build's count of figures run through the models (cache misses) and its seconds by phase
+    (`PHASES`). The build owns one (site.SiteBuild.timing) and hands it down; workers send theirs
+    back to be added."""
 
     def __init__(self) -> None:
-        self.model_seconds = 0.0
+        self.seconds: dict[str, float] = {}
         self.figures_computed = 0
         self.worker_pages = self.workers = 0  # pages computed by worker processes, and how many ran
+        self._open: list[list] = []  # [phase, since] of the phases entered and not yet left
 
     @contextmanager
-    def in_models(self):
-        start = time.perf_counter()
+    def phase(self, name: str):
+        assert name in PHASES, name
+        now = time.perf_counter()
+        if self._open:  # the enclosing phase pauses while this one runs
+            outer = self._open[-1]
+            self._charge(outer[0], now - outer[1])
+        self._open.append([name, now])
         try:
             yield
         finally:
-            self.model_seconds += time.perf_counter() - start
+            now = time.perf_counter()
+            _, since = self._open.pop()
+            self._charge(name, now - since)
+            if self._open:
+                self._open[-1][1] = now
+
+    def in_models(self):
+        return self.phase("models")
+
+    @property
+    def model_seconds(self) -> float:
+        return self.seconds.get("models", 0.0)
+
+    def add(self, seconds: dict[str, float]) -> None:
+        """Another process's seconds by phase (a worker's)."""
+        for name, value in seconds.items():
+            self._charge(name, value)
+
+    def _charge(self, name: str, value: float) -> None:
+        self.seconds[name] = self.seconds.get(name, 0.0) + value

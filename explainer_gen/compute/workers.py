@@ -83,7 +83,7 @@ def compute_page(job: PageJob) -> dict:
         site.compute_page(core.PageSource(job.src_uri, job.path, job.url, job.text), job.share)
     except Exception as exc:  # noqa: BLE001  (the build recomputes the page and reports it properly)
         return {"skipped": f"{type(exc).__name__}: {exc}"}
-    return {"figures_computed": site.timing.figures_computed, "model_seconds": site.timing.model_seconds}
+    return {"figures_computed": site.timing.figures_computed, "seconds": site.timing.seconds}
 
 
 def run(jobs: list[PageJob], workers: int) -> list[dict]:
