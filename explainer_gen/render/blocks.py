@@ -9,7 +9,7 @@ from models.catalogue import Catalogue
 from ..compute.artifacts import FigureArtifacts
 from ..compute.pages import FigureOnPage, PageBuild
 from ..sources.controls import FIELD, Slider
-from .markup import esc
+from .markup import SEARCH_EXCLUDE, esc
 
 
 
@@ -41,7 +41,7 @@ def figure_html(fig: FigureOnPage, url: Callable[[str], str], files: dict[str, s
         f'{picture_frame(a, fig.anchor)}'
         f'<p class="eg-desc" id="{desc_id}">{esc(a.alt)}</p>'
         f'{controls_html(fig.request.sliders.values(), fig.anchor)}'
-        f'<details class="eg-data"><summary>Data table</summary>'
+        f'<details class="eg-data" {SEARCH_EXCLUDE}><summary>Data table</summary>'
         f'<div class="eg-table-wrap"><table><caption>{esc(t.caption)}</caption><thead><tr>{head}</tr></thead>'
         f'<tbody>{body}</tbody></table></div>'
         f'<p class="eg-download"><a href="{esc(link(files["csv"]))}" download>Download every slider position (CSV)</a></p>'
@@ -115,7 +115,7 @@ def page_root_html(page: PageBuild, page_json_url: str, bundle_url: str, loader_
     sliders = controls_html(page.page_sliders(), "eg-page", group=PAGE_SLIDERS_LABEL)
     # Controls are in place from the first paint, so revealing them shifts nothing; without
     # JavaScript they would do nothing, so then they are not shown at all.
-    return (f'<div class="eg-page" data-eg-page="{esc(page_json_url)}" data-eg-bundle="{esc(bundle_url)}">'
+    return (f'<div class="eg-page" data-eg-page="{esc(page_json_url)}" data-eg-bundle="{esc(bundle_url)}" {SEARCH_EXCLUDE}>'
             f'<noscript><style>.eg-controls, .eg-scenario {{ display: none; }}</style></noscript>'
             f'{switch}{sliders}<div class="eg-announce" role="status" aria-live="polite" aria-atomic="true"></div>'
             f'</div>\n<script src="{esc(loader_url)}" defer></script>\n')
@@ -144,5 +144,5 @@ def controls_html(sliders: Iterable[Slider], id_prefix: str, group: str = "") ->
     if not items:
         return ""
     attrs = (f'class="eg-controls eg-page-sliders" role="group" aria-label="{esc(group)}"' if group
-             else 'class="eg-controls"')
+             else 'class="eg-controls"') + f" {SEARCH_EXCLUDE}"
     return f'<div {attrs}>{"".join(items)}</div>'

@@ -28,6 +28,14 @@ def card(kind: str, text_html: str, link_html: str, card_id: str) -> str:
 
     `link_html` is an <a> that already carries aria-describedby=`card_id`; `text_html` is
     the card's escaped content. The wrapper is what :hover and :focus-within style.
+
+    The card's text is kept out of the site's search index (`SEARCH_EXCLUDE`): the glossary and
+    the feed are its home, and in the index it would run into the sentence around the link.
     """
     return (f'<span class="eg-ref eg-{kind}">{link_html}'
-            f'<span class="eg-card" role="tooltip" id="{esc(card_id)}">{text_html}</span></span>')
+            f'<span class="eg-card" role="tooltip" id="{esc(card_id)}" {SEARCH_EXCLUDE}>{text_html}</span></span>')
+
+
+# What keeps an element and its text out of the theme's search index (Material's and Zensical's
+# search both honour it): the controls, the data tables and the cards, which are no prose to find.
+SEARCH_EXCLUDE = "data-search-exclude"
