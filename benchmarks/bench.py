@@ -12,10 +12,11 @@ Targets (from the issues):
            same pages; a rebuild after a prose edit with the cache warm <= 1.15x a plain build, in
            a new process and in one `mkdocs serve` process; model share of a one-process cold
            build < 5%; figure data <= 100 KB gzip per page.
-  scale    synthetic sites of 10, 30 and 100 figures (the explainers, then copies of them, each
-           copy's captions made its own so no figure is shared through the cache): time and
-           peak RSS (all the build's processes together) of a cold build at each size; the
-           marginal cost per figure <= 150 ms, time growing linearly or better, peak RSS < 1 GB.
+  scale    synthetic sites of 10, 30 and 100 figures (the explainers' figures again and again,
+           each explainer's together on a page with its controls, each caption made its own so
+           no figure is shared through the cache; no prose numbers): time and peak RSS (all the
+           build's processes together) of a cold build at each size; the marginal cost per
+           figure <= 150 ms, time growing linearly or better, peak RSS < 1 GB.
   pages    (issues 16, 17) what one page adds to a cold build of the whole site, as whole
            processes with the default workers: the median, over 3 pairs of builds, of the
            build with the page less the build without it (the page, its nav entry and the
@@ -464,46 +465,62 @@ def process_build(config: Path, site_dir: Path) -> tuple[float, int]:
     return seconds, peak
 
 
-def figures_in(text: str) -> int:
-    return text.count("```explainer")
+def explainer_figures() -> list[tuple[str, dict, set, str]]:
+    """Every figure of the explainers, in nav order: (its page, the page's explainer settings, the
+    sliders its kind has, the fence's body)."""
+    import yaml
+
+    from explainer_gen.compute.figures import REGISTRY
+    from explainer_gen.sources.markdown import FENCE_NAME, scan_fences, split_front_matter
+
+    pages = [line.strip()[2:] for line in (REPO / "mkdocs.yml").read_text().splitlines()
+             if line.strip().startswith("- explainers/") and line.strip().endswith(".md")]
+    out = []
+    for page in pages:
+        text = (REPO / "docs" / page).read_text()
+        front, _ = split_front_matter(text)
+        settings = (yaml.safe_load(front) or {}).get("explainer") or {}
+        fences, _ = scan_fences(text.split("\n"))
+        for fence in (f for f in fences if f.lang == FENCE_NAME):
+            kind = REGISTRY[yaml.safe_load(fence.body)["figure"]]
+            out.append((page, settings, set(kind.sliders), fence.body))
+    return out
 
 
 def synthetic_site(root: Path, figures: int) -> Path:
-    """A site of exactly `figures` figures under `root` (its config returned): the explainers, in
-    nav order, taken whole and again as copies under `copies/<n>/` until the count is reached.
-    Explainers left out are removed with their nav entries and the Read next entries that point at
-    them. Each copy's captions (part of a figure's cache key) carry the copy's number, so nothing is
-    shared through the cache but a copied page's inline numbers, which the first copy computes."""
-    pages = [line.strip()[2:] for line in (REPO / "mkdocs.yml").read_text().splitlines()
-             if line.strip().startswith("- explainers/") and line.strip().endswith(".md")]
-    counts = {page: figures_in((REPO / "docs" / page).read_text()) for page in pages}
-    chosen: list[tuple[int, str]] = []  # (copy number, page)
-    total, copy = 0, 1
-    while total < figures:
-        for page in pages:
-            if counts[page] and total + counts[page] <= figures:
-                chosen.append((copy, page))
-                total += counts[page]
-        if copy > 1 and not any(c == copy for c, _ in chosen):
-            raise ValueError(f"no mix of the explainers makes exactly {figures} figures")
-        copy += 1
+    """A site under `root` (its config returned) of exactly `figures` figures: the explainers'
+    figures in nav order, again and again, those of one explainer together on a page of their own
+    with that explainer's switch and sliders (the last page may hold fewer). Each caption carries
+    the figure's number (a caption is part of a figure's cache key, so no figure is shared through
+    the cache). No prose, so no inline numbers: from one size to the next, the build does more
+    figures and nothing else. The home page, the feed and the glossary are the site's own."""
+    import yaml
+
+    made = explainer_figures()
+    groups: list[list[tuple[int, tuple]]] = []
+    for n in range(figures):
+        figure = made[n % len(made)]
+        if not groups or groups[-1][-1][1][0] != figure[0] or n % len(made) == 0:
+            groups.append([])
+        groups[-1].append((n + 1, figure))
     docs = root / "docs"
-    shutil.copytree(REPO / "docs", docs)
-    config = (REPO / "mkdocs.yml").read_text()
-    for page in pages:
-        if (1, page) not in chosen:
-            (docs / page).unlink()
-            config = config.replace(f"      - {page}\n", "")
-            for other in (docs / "explainers").glob("*.md"):
-                other.write_text(re.sub(rf"  - page: {re.escape(page)}\n    why: .*\n", "", other.read_text()))
-    for n, page in chosen:
-        if n > 1:
-            dest = docs / "copies" / str(n) / Path(page).name
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            text = (docs / page).read_text() if (docs / page).exists() else (REPO / "docs" / page).read_text()
-            dest.write_text(re.sub(r"^caption: (.*)$", rf"caption: \1 (copy {n})", text, flags=re.M))
-    assert sum(figures_in(p.read_text()) for p in docs.rglob("*.md")) == figures
+    shutil.copytree(REPO / "docs", docs, ignore=shutil.ignore_patterns("explainers"))
+    (docs / "explainers").mkdir()
+    for i, group in enumerate(groups, 1):
+        page, settings = group[0][1][0], group[0][1][1]
+        # The page's switch, and those of its sliders that its figures have (a page slider that
+        # nothing on a page shows is an author's mistake).
+        shown = set().union(*(f[2] for _, f in group))
+        own = {**settings, "sliders": {n: v for n, v in (settings.get("sliders") or {}).items() if n in shown}}
+        own = {k: v for k, v in own.items() if v}
+        fences = "".join("```explainer\n" + re.sub(r"^caption: (.*)$", rf"caption: \1 (figure {n})", f[3], flags=re.M)
+                         + "\n```\n\n" for n, f in group)
+        front = yaml.safe_dump({"explainer": own} if own else {}, sort_keys=False)
+        (docs / "explainers" / f"page-{i:03d}.md").write_text(f"---\n{front}---\n\n# Figures from {page}\n\n{fences}")
+    config = re.sub(r"(  - Explainers:\n)(      - explainers/.*\n)+", r"\1      - explainers\n",
+                    (REPO / "mkdocs.yml").read_text())
     (root / "mkdocs.yml").write_text(config)
+    assert sum(p.read_text().count("```explainer") for p in docs.rglob("*.md")) == figures
     return root / "mkdocs.yml"
 
 
@@ -527,8 +544,8 @@ def scale_rows(work: Path, sizes: tuple[int, ...] = SCALE) -> list[dict]:
 
 
 def print_scale(rows: list[dict]) -> None:
-    print(f"\nat scale: synthetic sites of {', '.join(str(r['figures']) for r in rows)} figures (the explainers "
-          "and copies of them), cold builds as whole processes\n(targets: <= 150 ms per added figure, "
+    print(f"\nat scale: synthetic sites of {', '.join(str(r['figures']) for r in rows)} figures (the explainers' "
+          "figures, an explainer's to a page, no prose), cold builds as whole processes\n(targets: <= 150 ms per added figure, "
           "linear or better, peak RSS < 1 GB at 100 figures)")
     for r in rows:
         print(f"  {r['figures']:4d} figures on {r['pages']:3d} pages   cold {r['cold']:7.2f} s   plain {r['plain']:6.2f} s   "
