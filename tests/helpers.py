@@ -119,6 +119,21 @@ def with_plugin_options(base: Path, dest: Path, **options) -> Path:
     return dest
 
 
+def scratch_docs(root: Path, pages: dict[str, str]) -> Path:
+    """`root/docs` holding `pages` (path -> Markdown) and the site's bibliography and glossary, which
+    every build reads: a docs folder for a SiteBuild made by hand, with no MkDocs."""
+    from explainer_gen.sources.crossref import BIB_PATH, GLOSSARY_PATH
+
+    docs = root / "docs"
+    for support in (BIB_PATH, GLOSSARY_PATH):
+        (docs / support).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / "docs" / support, docs / support)
+    for path, text in pages.items():
+        (docs / path).parent.mkdir(parents=True, exist_ok=True)
+        (docs / path).write_text(text)
+    return docs
+
+
 def copy_project(dest: Path) -> Path:
     """A scratch copy of the site sources (docs, mkdocs.yml) that tests may edit."""
     dest.mkdir(parents=True, exist_ok=True)

@@ -7,16 +7,14 @@ computed by the model, the citation resolved, and text that is no page left unto
 """
 from __future__ import annotations
 
-import shutil
 
 import markdown
 import pytest
 
 from explainer_gen import core
-from explainer_gen.sources.crossref import BIB_PATH, GLOSSARY_PATH
 from explainer_gen.compute.pages import split_front_matter
 from explainer_gen.site import PageSource, SiteBuild, relative_url
-from helpers import REPO
+from helpers import REPO, scratch_docs
 from models import load_catalogue, roofline
 
 PAGE = """---
@@ -35,12 +33,7 @@ figure: speedup-vs-batch
 
 @pytest.fixture
 def site(tmp_path):
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    for support in (BIB_PATH, GLOSSARY_PATH):  # the bibliography and the glossary every build reads
-        (docs / support).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(REPO / "docs" / support, docs / support)
-    (docs / "step.md").write_text(PAGE)
+    docs = scratch_docs(tmp_path, {"step.md": PAGE})
     build = SiteBuild(root=tmp_path, docs_dir=docs, catalogue_path=REPO / "models" / "catalogue.yaml",
                       cache_dir=None, data_budget_kb=100, code_fingerprint=core.code_fingerprint())
     files = build.collect([PageSource("step.md", "docs/step.md", "step/", PAGE)])
@@ -118,12 +111,7 @@ def test_each_markdown_table_gets_a_box_of_its_own(tmp_path):
     container; in a box, that restyles only the table (render/chrome.py). Each table among the
     page's own blocks gets a box, text around it stays where it was, and tables inside other
     blocks (a note, a list) and HTML tables are left alone."""
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    for support in (BIB_PATH, GLOSSARY_PATH):
-        (docs / support).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(REPO / "docs" / support, docs / support)
-    (docs / "t.md").write_text(TABLES)
+    docs = scratch_docs(tmp_path, {"t.md": TABLES})
     build = SiteBuild(root=tmp_path, docs_dir=docs, catalogue_path=REPO / "models" / "catalogue.yaml",
                       cache_dir=None, data_budget_kb=100, code_fingerprint=core.code_fingerprint())
     build.collect([PageSource("t.md", "docs/t.md", "t/", TABLES)])

@@ -10,10 +10,10 @@ import pytest
 
 from explainer_gen import core
 from explainer_gen.sources import bibliography
-from explainer_gen.sources.crossref import BIB_PATH, GLOSSARY_PATH
+from explainer_gen.sources.crossref import BIB_PATH
 from explainer_gen import site as site_module
 from explainer_gen.site import Memory, PageSource, SiteBuild
-from helpers import REPO
+from helpers import REPO, scratch_docs
 
 PAGE = """---
 title: Step
@@ -33,13 +33,7 @@ figure: speedup-vs-batch
 
 
 def project(tmp_path: Path) -> Path:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    for support in (BIB_PATH, GLOSSARY_PATH):
-        (docs / support).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(REPO / "docs" / support, docs / support)
-    (docs / "step.md").write_text(PAGE)
-    return docs
+    return scratch_docs(tmp_path, {"step.md": PAGE})
 
 
 def build(tmp_path: Path, docs: Path, page: str = PAGE):
