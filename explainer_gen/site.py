@@ -18,12 +18,10 @@ the pages computed, and `timing`.
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import itertools
 import json
 import os
-import pickle
 import posixpath
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,10 +150,10 @@ class SiteBuild:
 
         self._in_parallel(pages)
         for p in pages:
-            # A page whose source, catalogue and code are unchanged since an earlier build is not
-            # read again: this process keeps it (`mkdocs serve`), and the disk cache has it pickled.
+            # A page whose source, catalogue and code are unchanged since the last build in
+            # this process (`mkdocs serve`) is not read again.
             page_key = self._page_key(p)
-            page = self._known_page(page_key) or self.compute_page(p)
+            page = self.memory.get("page", page_key) or self.compute_page(p)
             if not page.live and not page.numbers:
                 continue
             self.pages[p.src_uri] = page
@@ -180,30 +178,12 @@ class SiteBuild:
     def _page_key(self, p: PageSource) -> str:
         return digest(self.fingerprint, self.budget, p.path, p.text)
 
-    def _known_page(self, page_key: str) -> PageBuild | None:
-        """The page as an earlier build computed it: from this process's memory, else unpickled from
-        the disk cache (its key hashes the page's text, the catalogue and the computing code, whose
-        classes the pickle names). An entry that cannot be read back is a miss."""
-        page = self.memory.get("page", page_key)
-        if page is None and (data := self.cache.get_bytes("pages", page_key)) is not None:
-            try:
-                page = pickle.loads(data)
-            except Exception:  # noqa: BLE001  (written by other code, or torn: compute it again)
-                page = None
-            if not isinstance(page, PageBuild):
-                return None
-            self.memory.put("page", page_key, page)
-        return page
-
     def _keep_page(self, p: PageSource, page: PageBuild) -> None:
-        """Record a page computed in full: in memory, and pickled in the disk cache, whose entry also
-        tells later builds that the page is complete, so none hands it to a worker again."""
+        """Record a page computed in full: this process keeps it, and the disk cache records that
+        it is complete, so no later build hands it to a worker again."""
         key = self._page_key(p)
         self.memory.put("page", key, page)
-        if self.cache.root is not None:  # figures as a rebuild reads them: the light part
-            light = dataclasses.replace(page, figures=[dataclasses.replace(f, artifacts=f.artifacts.light())
-                                                       for f in page.figures])
-            self.cache.put_bytes("pages", key, pickle.dumps(light, protocol=pickle.HIGHEST_PROTOCOL))
+        self.cache.put("pages", key, "complete")
 
     def compute_page(self, p: PageSource, share: int | None = None) -> PageBuild:
         """Check and compute one page, its figures and numbers through the caches, and keep it

@@ -83,11 +83,6 @@ class FigureArtifacts:
     def light_json(self) -> dict:
         return self.to_json(light=True)
 
-    def light(self) -> "FigureArtifacts":
-        """Only what the page's HTML needs, as a rebuild reads it back (`heavy` is then false)."""
-        return self if not self.heavy else dataclasses.replace(self, **{name: type(getattr(self, name))()
-                                                                          for name in self.HEAVY})
-
     @property
     def heavy(self) -> bool:
         return bool(self.spec)

@@ -80,20 +80,16 @@ class DiskCache:
         self.hits = self.misses = 0
 
     def get(self, namespace: str, key: str) -> str | None:
-        data = self.get_bytes(namespace, key)
-        return None if data is None else data.decode("utf-8")
-
-    def get_bytes(self, namespace: str, key: str) -> bytes | None:
         if self.root is None:
             return None
         path = self.root / namespace / key
         try:
-            data = path.read_bytes()
+            text = path.read_text(encoding="utf-8")
         except OSError:
             self.misses += 1
             return None
         self.hits += 1
-        return data
+        return text
 
     def path(self, namespace: str, key: str) -> Path | None:
         """Where an entry lives on disk, if caching is on and the entry exists."""
@@ -103,15 +99,12 @@ class DiskCache:
         return path if path.is_file() else None
 
     def put(self, namespace: str, key: str, text: str) -> None:
-        self.put_bytes(namespace, key, text.encode("utf-8"))
-
-    def put_bytes(self, namespace: str, key: str, data: bytes) -> None:
         if self.root is None:
             return
         folder = self.root / namespace
         folder.mkdir(parents=True, exist_ok=True)
         # Write then rename, so an interrupted build never leaves a torn entry.
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
         os.replace(tmp, folder / key)

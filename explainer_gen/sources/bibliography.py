@@ -149,9 +149,15 @@ def load_bibliography(path: Path, display: str, cache=None) -> Bibliography:
     key = hashlib.sha256(json.dumps([_PARSER_KEY, display, text]).encode()).hexdigest()
     stored = cache.get("bibliography", key) if cache is not None else None
     if stored is not None:
-        papers = [Paper(**{**d, "authors": tuple(d["authors"]), "surnames": tuple(d["surnames"])})
-                  for d in json.loads(stored)]
-        return Bibliography(papers, display)
+        try:
+            entries = json.loads(stored)
+            if not isinstance(entries, list):
+                raise TypeError("not a list of papers")
+            papers = [Paper(**{**d, "authors": tuple(d["authors"]), "surnames": tuple(d["surnames"])})
+                      for d in entries]
+            return Bibliography(papers, display)
+        except (ValueError, TypeError, KeyError):  # torn or foreign: parse the file again
+            pass
     bib = parse_bibliography(text, display)
     if cache is not None:
         cache.put("bibliography", key, json.dumps([dataclasses.asdict(p) for p in bib], sort_keys=True))
