@@ -30,9 +30,10 @@ def files(root: Path, under: str) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted((root / under).rglob("*")) if p.is_file()}
 
 
-# What of a page's article is the theme's, not ours: the skip-link target Zensical adds, and
-# how either host spaces its markup. All else in the article must be the same on both hosts.
-THEME = re.compile(r'<a id="__skip" tabindex="-1"></a>')
+# What of a page's article is the theme's, not ours: the skip-link target Zensical adds, the
+# search-exclusion marks Zensical's search reads and then strips (render/markup.py), and how either
+# host spaces its markup. All else in the article must be the same on both hosts.
+THEME = re.compile(r'<a id="__skip" tabindex="-1"></a>| data-search-exclude(?:="")?(?=[ >])')
 STATIC = re.compile(r'<svg class="eg-static".*?</svg>', re.S)
 
 
