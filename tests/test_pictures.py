@@ -240,7 +240,12 @@ def sideways(page, path: str, when: str) -> list[str]:
 def figures_gone_live(page, base_url: str, paths: list[str], scheme: str, phone: bool, problems: list[str]):
     """Every page in the scheme, and on it every figure: one static picture before the reader
     reaches for it, then the live view alone. Yields (name, figure) once it is live; what is wrong
-    goes into `problems`, as does a page that scrolls sideways, on load or with its figures live."""
+    goes into `problems`, as does a page that scrolls sideways, on load or with its figures live.
+
+    On a desktop screen, whose column is at least as wide as the picture is drawn
+    (artifacts.COLUMN_WIDTH), the live view has the picture's height to the pixel: nothing under
+    the figure moves as the reader's pointer arrives on it. (A phone's column scales the picture
+    down, while the live view keeps the height its labels need.)"""
     material, index = SCHEMES[scheme]
     for path in paths:
         park(page)  # nothing under the pointer when the page arrives
@@ -252,6 +257,7 @@ def figures_gone_live(page, base_url: str, paths: list[str], scheme: str, phone:
             fig = figures.nth(i)
             name = f"{path}#{fig.get_attribute('id')}"
             problems += one_static_picture(page, fig, f"{name} before it goes live", index)
+            before = fig.bounding_box()
             try:
                 reach(page, fig, phone, timeout=15_000)
             except PlaywrightTimeout as exc:
@@ -260,6 +266,10 @@ def figures_gone_live(page, base_url: str, paths: list[str], scheme: str, phone:
             shown = fig.evaluate(PICTURES)
             if kinds(shown) != ["live"]:
                 problems.append(f"{name}: once live it displays {kinds(shown)}, not ['live']")
+            after = fig.bounding_box()
+            if not phone and abs(after["height"] - before["height"]) > 0.5:
+                problems.append(f"{name}: going live changes its height from {before['height']:.1f} to "
+                                f"{after['height']:.1f} px in a {before['width']:.0f} px column")
             yield name, fig
         if figures.count():
             problems += sideways(page, path, "with its figures live")

@@ -31,7 +31,12 @@ from ..client import contract
 from .. import theme
 
 VL_VERSION = "6.4"  # the bundle's Vega-Lite; equal to altair's SCHEMA_VERSION (major.minor)
-SVG_WIDTH = 640
+# The article column's width in a 1280 px window (Material's layout; wider windows have wider
+# columns). The static picture is laid out at this width as the live view is laid out in such a
+# column (the spec's width "container", autosize fit-x, whose plot keeps its height at any width),
+# so in any column at least this wide a figure that goes live keeps its height to the pixel
+# (tests/test_pictures.py). A narrower column, a phone's, scales the picture down.
+COLUMN_WIDTH = 688
 MAX_GRID_POSITIONS = 20_000
 SIGNIFICANT = 4  # digits kept for model results; a chart cannot show more
 
@@ -316,7 +321,7 @@ def static_svg(spec: dict, columns: dict[str, list]) -> str:
     """
     static = copy.deepcopy(spec)
     static["datasets"] = {**static.get("datasets", {}), "table": rows_of(columns)}
-    static.update(width=SVG_WIDTH, autosize={"type": "pad"}, background="transparent")
+    static.update(width=COLUMN_WIDTH, background="transparent")  # autosize as the live view's
     theme.register_fonts()
     svg = vlc.vegalite_to_svg(static, vl_version=VL_VERSION)
     missing = theme.missing_glyphs(svg)
