@@ -305,7 +305,10 @@ class SiteBuild:
         return artifacts
 
     def _number(self, identity: dict, make) -> NumberResult:
-        return self._remember("numbers", self._number_key(identity), make, vars, lambda d: NumberResult(**d))
+        def timed() -> NumberResult:  # the phase "numbers", the models' share apart (compute/timing.py)
+            with self.timing.phase("numbers"):
+                return make()
+        return self._remember("numbers", self._number_key(identity), timed, vars, lambda d: NumberResult(**d))
 
     def _figure_files(self, fig) -> dict[str, str]:
         """Add the figure's JSON, variant data and CSV; names hash what decides them.

@@ -33,7 +33,7 @@ def check_models_package(models_root: Path = MODELS_ROOT, package_root: Path = P
 check_models_package()
 
 
-def _version(dist: str) -> str:
+def package_version(dist: str) -> str:
     try:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
@@ -64,7 +64,7 @@ def code_fingerprint(sources: dict[str, str]) -> str:
     computing = {f"{PACKAGE_ROOT.name}/{pattern}" for pattern in COMPUTING}
     code = sorted((path, digest) for path, digest in sources.items()
                   if path.startswith(MODELS_ROOT.name + "/") or any(fnmatch(path, c) for c in computing))
-    parts = {"code": code, "versions": [_version(d) for d in ("altair", "vl-convert-python", "explainer-gen", "numpy")]}
+    parts = {"code": code, "versions": [package_version(d) for d in ("altair", "vl-convert-python", "explainer-gen", "numpy")]}
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 

@@ -346,24 +346,17 @@ class NumberResult:
         return f'<span class="eg-num"{attrs}>{esc(self.default)}</span>'
 
 
+@np.errstate(all="ignore")
 def compute_number(item: Inline, number_id: str, expr: Expr, fmt: Format, sliders: dict[str, Slider],
                    envs: list[dict[str, Any]], path: str, default_env: int = 0,
                    timing: Timing | None = None) -> NumberResult:
-    """`_compute_number`, timed as the phase "numbers" (the models' share apart)."""
-    timing = timing or Timing()
-    with timing.phase("numbers"):
-        return _compute_number(item, number_id, expr, fmt, sliders, envs, path, default_env, timing)
-
-
-@np.errstate(all="ignore")
-def _compute_number(item: Inline, number_id: str, expr: Expr, fmt: Format, sliders: dict[str, Slider],
-                    envs: list[dict[str, Any]], path: str, default_env: int, timing: Timing) -> NumberResult:
     """Evaluate over the sliders the expression names and every scenario env given.
 
     `envs` are in the browser's scenario order; `default_env` is the page's default among them.
     Floating-point warnings are off throughout (set once, not per scenario): a value that is not
     finite fails the number with its position instead.
     """
+    timing = timing or Timing()
     axes = [sliders[n] for n in expr.names]
     shape = [s.count for s in axes]
     def texts_under(env: dict[str, Any]) -> list[str]:

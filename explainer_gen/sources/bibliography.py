@@ -6,15 +6,15 @@ what the paper gives this site. Nothing here knows about MkDocs.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import metadata
 from pathlib import Path
 
 from models.yamlsource import SourceError
+
+from ..compute.cache import digest, package_version
 
 # Fields every entry must have, and the text the author sees when one is missing.
 REQUIRED = ("author", "title", "year", "month", "annote")
@@ -123,18 +123,8 @@ class Bibliography:
         return list(self.papers)
 
 
-def _parser_key() -> str:
-    """This module's code as loaded and the parsers' versions: what decides a parse besides its text."""
-    versions = []
-    for dist in ("bibtexparser", "pylatexenc"):
-        try:
-            versions.append(metadata.version(dist))
-        except metadata.PackageNotFoundError:
-            versions.append("unknown")
-    return hashlib.sha256((Path(__file__).read_text(encoding="utf-8") + repr(versions)).encode()).hexdigest()
-
-
-_PARSER_KEY = _parser_key()
+# What decides a parse besides the file's text: this module's code as loaded, and the parsers' versions.
+_PARSER_KEY = digest(Path(__file__).read_text(encoding="utf-8"), [package_version(d) for d in ("bibtexparser", "pylatexenc")])
 
 
 def load_bibliography(path: Path, display: str, cache=None) -> Bibliography:
@@ -146,7 +136,7 @@ def load_bibliography(path: Path, display: str, cache=None) -> Bibliography:
     if not path.is_file():
         return Bibliography([], display)
     text = path.read_text(encoding="utf-8")
-    key = hashlib.sha256(json.dumps([_PARSER_KEY, display, text]).encode()).hexdigest()
+    key = digest(_PARSER_KEY, display, text)
     stored = cache.get("bibliography", key) if cache is not None else None
     if stored is not None:
         try:
