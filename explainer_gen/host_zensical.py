@@ -176,6 +176,7 @@ def build(config_file: Path, zensical: str = "zensical", site_dir: Path | None =
         staging.discard()
         return 1
     staging.commit()
+    site.tidy_cache(cfg.plugins["explainer"].config.cache_keep_days)
     return 0
 
 

@@ -109,6 +109,10 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
             self.staging.discard()  # MkDocs is about to abort: keep the previous site
         else:
             self.staging.commit()
+            removed, freed = self.site.tidy_cache(self.config.cache_keep_days) if self.site else (0, 0)
+            if removed:
+                log.info(f"explainer: dropped {removed} cache entries ({freed / 1e6:.1f} MB) that no build "
+                         f"has used for {self.config.cache_keep_days:g} days")
         config.site_dir = str(self.staging.final)  # gh-deploy reads it after the build
         self.staging = None
 

@@ -159,7 +159,9 @@ class SiteBuild:
             self.pages[p.src_uri] = page
             for fig in page.figures:
                 self.figure_files[fig.anchor + "@" + p.src_uri] = self._figure_files(fig)
-            state = self._remember("page-json", page_key,
+            # Keyed by what decides the state, not by the page's text: a prose edit stores nothing new.
+            state_key = digest(self.fingerprint, page.controls.identity(), list(page.numbers))
+            state = self._remember("page-json", state_key,
                                    lambda: dumps(contract.page_state(page.controls, page.numbers, self.catalogue)),
                                    lambda text: text, lambda text: text)
             self.page_json[p.src_uri] = self._add(f"{ASSETS}/page/{short_hash(p.src_uri)}.json", state)
@@ -183,7 +185,8 @@ class SiteBuild:
         it is complete, so no later build hands it to a worker again."""
         key = self._page_key(p)
         self.memory.put("page", key, page)
-        self.cache.put("pages", key, "complete")
+        if self.cache.path("pages", key) is None:
+            self.cache.put("pages", key, "complete")
 
     def compute_page(self, p: PageSource, share: int | None = None) -> PageBuild:
         """Check and compute one page, its figures and numbers through the caches, and keep it
@@ -326,6 +329,11 @@ class SiteBuild:
             for path, text in site_files(self._heavy(fig), fig.scenario_map, stem).items():
                 self._add(path, text)
         else:
+            # The figure's heavy part, which its files are made from, stays in the cache while the
+            # figure is on the site (a page placing it anew needs it), though a rebuild reads only
+            # the files (`tidy_cache` keeps what a build used).
+            self.cache.path("figures", fig.artifacts.key)
+
             def make() -> dict[str, str]:
                 blobs = {}
                 for path, text in site_files(self._heavy(fig), fig.scenario_map, stem).items():
@@ -339,6 +347,13 @@ class SiteBuild:
             for path, blob in blobs.items():
                 self._add(path, self.cache.path("blobs", blob))
         return {"json": f"{stem}.json", "csv": f"{stem}.csv"}
+
+    def tidy_cache(self, keep_days: float) -> tuple[int, int]:
+        """After a whole build that succeeded: drop the disk cache's entries that neither this build
+        nor any other for `keep_days` days has used (`DiskCache.sweep`); how many files and bytes went.
+
+        What workers computed counts as used: this process reads all of it back (`collect`)."""
+        return self.cache.sweep(self.cache.used, keep_days * 86400.0)
 
     # -- 2. render (called by the Markdown extension) -------------------------------------------
     def page_for(self, markdown: str, hint: str | None = None) -> str | None:

@@ -117,13 +117,24 @@ def _tree(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+def _entries(cache: Path) -> set[tuple[str, str]]:
+    """(namespace, key) of every entry in a disk cache."""
+    return {(p.parent.name, p.name) for p in cache.glob("*/*") if p.is_file()}
+
+
 def test_cold_builds_with_worker_processes_are_byte_identical_to_one_process(tmp_path):
     """Issue 15: pages computed side by side in spawned workers, handed over through the cache,
-    give the site a single process gives, byte for byte; the build says the workers ran."""
-    sites = {}
+    give the site a single process gives, byte for byte; the build says the workers ran.
+
+    Both builds then sweep their cache keeping nothing they did not use (cache_keep_days: 0), and
+    both keep the same entries: the build's own process reads back what the workers wrote, and a
+    figure on the site keeps its heavy part, which a page placing it anew needs, though no rebuild
+    reads it."""
+    sites, caches = {}, {}
     for workers in (1, 2):
         project = copy_project(tmp_path / f"p{workers}")
-        with_plugin_options(project / "mkdocs.yml", project / "mkdocs.yml", workers=workers, cache_dir=f".cache-{workers}")
+        with_plugin_options(project / "mkdocs.yml", project / "mkdocs.yml", workers=workers,
+                            cache_dir=f".cache-{workers}", cache_keep_days=0)
         result = subprocess.run(MKDOCS + ["build", "--strict", "-d", str(tmp_path / f"site{workers}")], cwd=project,
                                 capture_output=True, text=True, env=env())
         assert result.returncode == 0, result.stderr
@@ -133,15 +144,23 @@ def test_cold_builds_with_worker_processes_are_byte_identical_to_one_process(tmp
         else:
             assert ran and int(ran.group(2)) == 2 and int(ran.group(1)) >= 4, result.stderr
         sites[workers] = _tree(tmp_path / f"site{workers}")
+        caches[workers] = _entries(project / f".cache-{workers}")
     one, two = sites[1], sites[2]
     assert one.keys() == two.keys() and len(one) > 100
     assert [name for name in one if one[name] != two[name]] == []
+    assert sorted(caches[1] ^ caches[2]) == []
+    assert {"figures", "figure-meta", "blobs", "numbers", "page-json"} <= {ns for ns, _ in caches[2]}
     # A prose edit changes a page but none of its figures or numbers: no worker starts.
     page = tmp_path / "p2" / "docs/explainers/speculative-decoding.md"
     page.write_text(page.read_text() + "\nOne more sentence.\n")
     again = subprocess.run(MKDOCS + ["build", "--strict", "-d", str(tmp_path / "site2b")], cwd=tmp_path / "p2",
                            capture_output=True, text=True, env=env())
     assert again.returncode == 0 and "worker processes" not in again.stderr, again.stderr
+    # Nothing new is stored but the mark that the edited text is complete, and the sweep drops the
+    # old text's mark: the page's state, its figures and its numbers are all still the ones used.
+    after = _entries(tmp_path / "p2" / ".cache-2")
+    assert [ns for ns, _ in after - caches[2]] == ["pages"] and [ns for ns, _ in caches[2] - after] == ["pages"]
+    assert "dropped 1 cache entries" in again.stderr, again.stderr
 
 
 def test_two_clean_builds_are_byte_identical(tmp_path):

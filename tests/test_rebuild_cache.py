@@ -4,7 +4,9 @@ cache. Read back, it must be what parsing gives; an entry that cannot be read ba
 again, never trusted, and a file with a mistake is never stored."""
 from __future__ import annotations
 
+import os
 import shutil
+import time
 
 import pytest
 
@@ -91,3 +93,54 @@ def test_a_bibliography_entry_that_cannot_be_read_back_is_parsed_again(tmp_path,
     assert len(stored) == 1
     stored[0].write_text(entry)
     assert list(bibliography.load_bibliography(bib, "docs/refs.bib", cache)) == list(parsed)
+
+
+DAY = 86400.0
+
+
+def test_the_cache_records_what_it_reads_finds_and_writes(tmp_path):
+    cache = DiskCache(tmp_path)
+    cache.put("figures", "written", "1")
+    (tmp_path / "numbers").mkdir()
+    for key in ("read", "found", "untouched"):
+        (tmp_path / "numbers" / key).write_text("2")
+    assert cache.get("numbers", "read") == "2" and cache.path("numbers", "found") is not None
+    assert cache.get("numbers", "missing") is None and cache.path("numbers", "absent") is None
+    assert cache.used == {("figures", "written"), ("numbers", "read"), ("numbers", "found")}
+
+
+def test_a_sweep_drops_what_no_build_has_used_for_the_days_kept(tmp_path):
+    """An entry's modification time says when a build last used it; the entries this build used
+    are stamped now and kept, whatever their age."""
+    cache = DiskCache(tmp_path)
+    now = 1_800_000_000.0
+    ages = {("figures", "stale"): 8, ("figures", "recent"): 6, ("figures", "used"): 30, ("numbers", "stale"): 7.5,
+            ("figures", ".tmp-torn"): 9}
+    for (namespace, key), days in ages.items():
+        (tmp_path / namespace).mkdir(exist_ok=True)
+        (tmp_path / namespace / key).write_text(key)
+        os.utime(tmp_path / namespace / key, (now - days * DAY, now - days * DAY))
+    removed, freed = cache.sweep({("figures", "used"), ("figures", "gone")}, 7 * DAY, now)
+    left = {(p.parent.name, p.name) for p in tmp_path.glob("*/*")}
+    assert left == {("figures", "recent"), ("figures", "used")}
+    assert (removed, freed) == (3, len("stale") * 2 + len(".tmp-torn"))
+    assert os.stat(tmp_path / "figures" / "used").st_mtime == now
+    # Keeping no days drops everything not used; a cache that is off or empty has nothing to drop.
+    assert cache.sweep(set(), 0, now + 1) == (2, len("recent") + len("used"))
+    assert not list(tmp_path.glob("*/*"))
+    assert DiskCache(None).sweep(set(), 0) == (0, 0) and DiskCache(tmp_path / "none").sweep(set(), 0) == (0, 0)
+
+
+def test_a_prose_edit_stores_no_new_page_state(tmp_path):
+    """The page's state (its switch and numbers at every position, a megabyte on a large page) is
+    keyed by what decides it, so saving a prose edit, as `mkdocs serve` does on every save, does
+    not store it again; a change to a number does."""
+    docs = scratch_docs(tmp_path, {"step.md": PAGE})
+    new_build(tmp_path, docs).collect([PageSource("step.md", "docs/step.md", "step/", PAGE)])
+    states = set((tmp_path / "cache" / "page-json").iterdir())
+    edited = PAGE + "\nOne more sentence.\n"
+    new_build(tmp_path, docs).collect([PageSource("step.md", "docs/step.md", "step/", edited)])
+    assert set((tmp_path / "cache" / "page-json").iterdir()) == states and len(states) == 1
+    renumbered = PAGE.replace("step(1) | .1f ms", "step(2) | .1f ms")
+    new_build(tmp_path, docs).collect([PageSource("step.md", "docs/step.md", "step/", renumbered)])
+    assert len(set((tmp_path / "cache" / "page-json").iterdir())) == 2

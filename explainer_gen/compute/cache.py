@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 from fnmatch import fnmatch
 from importlib import metadata
 from pathlib import Path
@@ -73,11 +74,15 @@ def digest(*parts: object) -> str:
 
 
 class DiskCache:
-    """Text blobs under `root/namespace/key`; `root=None` turns caching off."""
+    """Text blobs under `root/namespace/key`; `root=None` turns caching off.
+
+    It records every entry it reads, finds or writes (`used`), so that a build can drop, at its
+    end, what it no longer needs (`sweep`)."""
 
     def __init__(self, root: str | Path | None):
         self.root = Path(root) if root else None
         self.hits = self.misses = 0
+        self.used: set[tuple[str, str]] = set()  # (namespace, key) of every entry this object touched
 
     def get(self, namespace: str, key: str) -> str | None:
         if self.root is None:
@@ -89,6 +94,7 @@ class DiskCache:
             self.misses += 1
             return None
         self.hits += 1
+        self.used.add((namespace, key))
         return text
 
     def path(self, namespace: str, key: str) -> Path | None:
@@ -96,7 +102,10 @@ class DiskCache:
         if self.root is None:
             return None
         path = self.root / namespace / key
-        return path if path.is_file() else None
+        if not path.is_file():
+            return None
+        self.used.add((namespace, key))
+        return path
 
     def put(self, namespace: str, key: str, text: str) -> None:
         if self.root is None:
@@ -108,3 +117,33 @@ class DiskCache:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, folder / key)
+        self.used.add((namespace, key))
+
+    def sweep(self, used: set[tuple[str, str]], keep_seconds: float, now: float | None = None) -> tuple[int, int]:
+        """Drop the entries not in `used` that no build has used for `keep_seconds`; returns how many
+        files and bytes went.
+
+        An entry's modification time is when a build last used it: the entries in `used` are
+        stamped with `now` here. Keys hash everything that decides a value, so an edit leaves its
+        old entries behind, never reads them again, and they would pile up (each save of a page
+        during `mkdocs serve`, each deploy that restores the cache and saves it again); keeping
+        what was used recently lets an author switch between branches without a cold build.
+        Leftover temporary files of an interrupted write go by the same age."""
+        if self.root is None or not self.root.is_dir():
+            return 0, 0
+        now = time.time() if now is None else now
+        removed = freed = 0
+        for folder in sorted(p for p in self.root.iterdir() if p.is_dir()):
+            for path in folder.iterdir():
+                try:
+                    if (folder.name, path.name) in used:
+                        os.utime(path, (now, now))
+                        continue
+                    stat = path.stat()
+                    if not path.is_file() or now - stat.st_mtime <= keep_seconds:
+                        continue
+                    path.unlink()
+                except OSError:  # gone already, or another build holds it: nothing to drop
+                    continue
+                removed, freed = removed + 1, freed + stat.st_size
+        return removed, freed
