@@ -12,7 +12,7 @@ class ExplainerConfig(Config):
     # Figure results and the JS bundle are kept here between builds; empty turns it off.
     cache_dir = opt.Type(str, default=".cache/explainer")
     # A whole `mkdocs build` that succeeds drops the cache entries no build has used for this many
-    # days (0: everything this build did not use). `mkdocs serve` drops nothing.
+    # days (0: everything this build did not use). Rebuilds inside `mkdocs serve` drop nothing.
     cache_keep_days = opt.Type((int, float), default=7)
     # Most figure data (gzip, loaded by default) one page may carry.
     data_budget_kb = opt.Type(int, default=100)

@@ -176,7 +176,9 @@ def build(config_file: Path, zensical: str = "zensical", site_dir: Path | None =
         staging.discard()
         return 1
     staging.commit()
-    site.tidy_cache(cfg.plugins["explainer"].config.cache_keep_days)
+    dropped = site.tidy_cache(cfg.plugins["explainer"].config.cache_keep_days)
+    if dropped:
+        print(dropped, file=sys.stderr)
     return 0
 
 

@@ -44,6 +44,9 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
             self.memory = self.core.Memory()  # what this process keeps between builds
         if reloaded:
             log.info("the models' or the generator's code changed on disk: loaded it again")
+        if isinstance(self.config.cache_keep_days, bool) or self.config.cache_keep_days < 0:
+            raise PluginError(f"explainer: cache_keep_days must be a number of days, 0 or more; got "
+                              f"{self.config.cache_keep_days!r}")
         if self.command in ("build", "gh-deploy") and not getattr(self, "dirty", False):
             self.staging = self.core.Staging(config.site_dir)
             config.site_dir = str(self.staging.stage)
@@ -109,10 +112,9 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
             self.staging.discard()  # MkDocs is about to abort: keep the previous site
         else:
             self.staging.commit()
-            removed, freed = self.site.tidy_cache(self.config.cache_keep_days) if self.site else (0, 0)
-            if removed:
-                log.info(f"explainer: dropped {removed} cache entries ({freed / 1e6:.1f} MB) that no build "
-                         f"has used for {self.config.cache_keep_days:g} days")
+            dropped = self.site.tidy_cache(self.config.cache_keep_days) if self.site is not None else ""
+            if dropped:
+                log.info(dropped)
         config.site_dir = str(self.staging.final)  # gh-deploy reads it after the build
         self.staging = None
 

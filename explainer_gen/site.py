@@ -84,6 +84,10 @@ class Memory:
     def clear(self) -> None:
         self._items.clear()
 
+    @property
+    def empty(self) -> bool:
+        return not self._items
+
 
 def relative_url(target: str, page_url: str) -> str:
     """`target` (a path from the site root) as a link from the page at `page_url`."""
@@ -118,6 +122,9 @@ class SiteBuild:
         self.workers = workers  # processes that compute pages side by side (needs the disk cache)
         self.code_fingerprint = code_fingerprint
         self.memory = memory or Memory()
+        # A build that starts with decoded entries in memory (`mkdocs serve`) reads some of what it
+        # uses from there, which the disk cache never sees: it cannot tell what is unused.
+        self._disk_sees_all = self.memory.empty
         self.timing = Timing()
         self.pages: dict[str, PageBuild] = {}       # src_uri -> the page computed (with figures or numbers)
         self.sources: dict[str, PageSource] = {}    # src_uri -> the page as found
@@ -348,12 +355,18 @@ class SiteBuild:
                 self._add(path, self.cache.path("blobs", blob))
         return {"json": f"{stem}.json", "csv": f"{stem}.csv"}
 
-    def tidy_cache(self, keep_days: float) -> tuple[int, int]:
+    def tidy_cache(self, keep_days: float) -> str:
         """After a whole build that succeeded: drop the disk cache's entries that neither this build
-        nor any other for `keep_days` days has used (`DiskCache.sweep`); how many files and bytes went.
+        nor any other for `keep_days` days has used (`DiskCache.sweep`). Returns what went, in a
+        sentence for the host to show ("" if nothing).
 
-        What workers computed counts as used: this process reads all of it back (`collect`)."""
-        return self.cache.sweep(self.cache.used, keep_days * 86400.0)
+        What workers computed counts as used: this process reads all of it back (`collect`). A build
+        that read entries from memory drops nothing."""
+        if not self._disk_sees_all:
+            return ""
+        removed, freed = self.cache.sweep(self.cache.used, keep_days * 86400.0)
+        return (f"explainer: dropped {removed} cache entries ({freed / 1e6:.1f} MB) that no build has used "
+                f"for {keep_days:g} days" if removed else "")
 
     # -- 2. render (called by the Markdown extension) -------------------------------------------
     def page_for(self, markdown: str, hint: str | None = None) -> str | None:

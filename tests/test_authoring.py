@@ -163,6 +163,15 @@ def test_cold_builds_with_worker_processes_are_byte_identical_to_one_process(tmp
     assert "dropped 1 cache entries" in again.stderr, again.stderr
 
 
+@pytest.mark.parametrize("days", [-1, True])
+def test_cache_keep_days_must_be_days(tmp_path, days):
+    project = copy_project(tmp_path / "p")
+    with_plugin_options(project / "mkdocs.yml", project / "mkdocs.yml", cache_keep_days=days)
+    result = mkdocs_build(tmp_path / "site", project / "mkdocs.yml")
+    assert result.returncode == 1 and "cache_keep_days must be a number of days, 0 or more" in result.stderr, result.stderr
+    assert not (tmp_path / "site").exists()
+
+
 def test_two_clean_builds_are_byte_identical(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     for dest in (a, b):

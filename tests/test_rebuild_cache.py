@@ -131,6 +131,40 @@ def test_a_sweep_drops_what_no_build_has_used_for_the_days_kept(tmp_path):
     assert DiskCache(None).sweep(set(), 0) == (0, 0) and DiskCache(tmp_path / "none").sweep(set(), 0) == (0, 0)
 
 
+def test_a_sweep_leaves_a_write_in_progress(tmp_path):
+    """A temporary file younger than an hour may be another build's entry being written: it stays
+    even when no day is kept, and goes once it is older."""
+    cache = DiskCache(tmp_path)
+    cache.put("figures", "done", "1")
+    (tmp_path / "figures" / ".tmp-writing").write_text("half")
+    now = os.stat(tmp_path / "figures" / "done").st_mtime + 60
+    assert cache.sweep(set(), 0, now) == (1, 1)
+    assert [p.name for p in (tmp_path / "figures").iterdir()] == [".tmp-writing"]
+    assert cache.sweep(set(), 0, now + 3600) == (1, 4)
+
+
+def test_a_build_that_read_from_memory_drops_nothing(tmp_path):
+    """In one long-lived process (`mkdocs serve`), a rebuild reads figures and numbers from memory,
+    which the disk cache never sees: its sweep would take them for unused and drop what the site
+    is built from, so it drops nothing."""
+    docs = scratch_docs(tmp_path, {"step.md": PAGE})
+    memory = Memory()
+
+    def build(text: str) -> SiteBuild:
+        site = SiteBuild(root=tmp_path, docs_dir=docs, catalogue_path=REPO / "models" / "catalogue.yaml",
+                         cache_dir=tmp_path / "cache", data_budget_kb=100,
+                         code_fingerprint=core.code_fingerprint(), memory=memory)
+        site.collect([PageSource("step.md", "docs/step.md", "step/", text)])
+        return site
+
+    assert build(PAGE).tidy_cache(0) == ""  # a first build uses everything it stored
+    entries = set((tmp_path / "cache").glob("*/*"))
+    again = build(PAGE + "\nOne more sentence.\n")
+    served = {(p.parent.name, p.name) for p in entries} - again.cache.used  # from memory, unseen by the disk
+    assert {namespace for namespace, _ in served} >= {"figure-meta", "numbers", "page-json"}
+    assert again.tidy_cache(0) == "" and set((tmp_path / "cache").glob("*/*")) >= entries
+
+
 def test_a_prose_edit_stores_no_new_page_state(tmp_path):
     """The page's state (its switch and numbers at every position, a megabyte on a large page) is
     keyed by what decides it, so saving a prose edit, as `mkdocs serve` does on every save, does

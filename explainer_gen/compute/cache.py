@@ -73,6 +73,11 @@ def digest(*parts: object) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
+# A temporary file (`put` writes one, then renames it) is left alone for this long, whatever the
+# sweep keeps: a younger one may be another build's write in progress.
+TMP_SECONDS = 3600.0
+
+
 class DiskCache:
     """Text blobs under `root/namespace/key`; `root=None` turns caching off.
 
@@ -128,22 +133,34 @@ class DiskCache:
         old entries behind, never reads them again, and they would pile up (each save of a page
         during `mkdocs serve`, each deploy that restores the cache and saves it again); keeping
         what was used recently lets an author switch between branches without a cold build.
-        Leftover temporary files of an interrupted write go by the same age."""
-        if self.root is None or not self.root.is_dir():
+        Leftover temporary files of an interrupted write go by the same age, and never before an
+        hour (`TMP_SECONDS`). Keeping no days is for a cache no other build uses at the same time
+        (a deploy's): another build's entries written a moment ago would go too."""
+        if self.root is None:
             return 0, 0
         now = time.time() if now is None else now
         removed = freed = 0
-        for folder in sorted(p for p in self.root.iterdir() if p.is_dir()):
-            for path in folder.iterdir():
+        try:
+            folders = sorted(p for p in self.root.iterdir() if p.is_dir())
+        except OSError:  # no cache yet, or none to read
+            return 0, 0
+        for folder in folders:
+            try:
+                paths = list(folder.iterdir())
+            except OSError:
+                continue
+            for path in paths:
                 try:
                     if (folder.name, path.name) in used:
                         os.utime(path, (now, now))
                         continue
                     stat = path.stat()
-                    if not path.is_file() or now - stat.st_mtime <= keep_seconds:
+                    # A temporary file younger than an hour may be another build's write in progress.
+                    keep = max(keep_seconds, TMP_SECONDS) if path.name.startswith(".tmp-") else keep_seconds
+                    if not path.is_file() or now - stat.st_mtime <= keep:
                         continue
                     path.unlink()
-                except OSError:  # gone already, or another build holds it: nothing to drop
+                except OSError:  # gone already, or not ours to drop: the build goes on
                     continue
                 removed, freed = removed + 1, freed + stat.st_size
         return removed, freed
