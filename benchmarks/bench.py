@@ -626,7 +626,8 @@ def print_cold_floor(phases: dict[str, float], plain: float, workers: int, cores
     drawing = phases.get("picture", 0.0) + phases.get("vega", 0.0) - engine  # the one-process build started it once
     floor = max((plain + (workers + 1) * imports + workers * engine + drawing) / cores, plain + imports)
     print(f"cold-build floor: a plain build, the generator imported in {workers + 1} processes ({imports:.2f} s each), "
-          f"vl-convert started in {workers} workers ({engine:.2f} s each) and every picture drawn ({drawing:.2f} s), "
+          f"vl-convert started in {workers} workers ({engine:.2f} s each), every picture drawn and spec compiled "
+          f"({drawing:.2f} s), "
           f"shared perfectly over {cores} cores: {floor:.3f} s = {floor / plain:.2f} x plain")
 
 

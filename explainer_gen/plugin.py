@@ -44,9 +44,6 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
             self.memory = self.core.Memory()  # what this process keeps between builds
         if reloaded:
             log.info("the models' or the generator's code changed on disk: loaded it again")
-        if isinstance(self.config.cache_keep_days, bool) or self.config.cache_keep_days < 0:
-            raise PluginError(f"explainer: cache_keep_days must be a number of days, 0 or more; got "
-                              f"{self.config.cache_keep_days!r}")
         if self.command in ("build", "gh-deploy") and not getattr(self, "dirty", False):
             self.staging = self.core.Staging(config.site_dir)
             config.site_dir = str(self.staging.stage)

@@ -168,7 +168,7 @@ def test_cache_keep_days_must_be_days(tmp_path, days):
     project = copy_project(tmp_path / "p")
     with_plugin_options(project / "mkdocs.yml", project / "mkdocs.yml", cache_keep_days=days)
     result = mkdocs_build(tmp_path / "site", project / "mkdocs.yml")
-    assert result.returncode == 1 and "cache_keep_days must be a number of days, 0 or more" in result.stderr, result.stderr
+    assert result.returncode == 1 and "option 'cache_keep_days': must be a number of days, 0 or more" in result.stderr, result.stderr
     assert not (tmp_path / "site").exists()
 
 

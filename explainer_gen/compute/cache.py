@@ -13,6 +13,7 @@ import time
 from fnmatch import fnmatch
 from importlib import metadata
 from pathlib import Path
+from stat import S_ISREG
 
 import models
 
@@ -157,7 +158,7 @@ class DiskCache:
                     stat = path.stat()
                     # A temporary file younger than an hour may be another build's write in progress.
                     keep = max(keep_seconds, TMP_SECONDS) if path.name.startswith(".tmp-") else keep_seconds
-                    if not path.is_file() or now - stat.st_mtime <= keep:
+                    if not S_ISREG(stat.st_mode) or now - stat.st_mtime <= keep:
                         continue
                     path.unlink()
                 except OSError:  # gone already, or not ours to drop: the build goes on
