@@ -27,7 +27,7 @@ from helpers import HOST_BUILDS, launch_chromium, serve  # noqa: E402
 # test overrides the sorting. A unit-tier test that builds a site anyway fails, naming the fix.
 TIERS = ("unit", "site", "browser")
 BROWSER_FIXTURES = {"browser", "page"}
-SITE_FIXTURES = {"site", "base_url", "mkdocs_site", "mkdocs_url", "zensical_site", "zensical_url"}
+SITE_FIXTURES = {"site", "base_url", "warm_cache", "mkdocs_site", "mkdocs_url", "zensical_site", "zensical_url"}
 SLOW_UNIT_SECONDS = 2.0
 _TESTS = Path(__file__).resolve().parent
 _MISSING = object()
@@ -213,6 +213,14 @@ def mkdocs_site(tmp_path_factory):
 @pytest.fixture(scope="session")
 def zensical_site(tmp_path_factory):
     return _built(tmp_path_factory, "zensical")
+
+
+@pytest.fixture(scope="session")
+def warm_cache(mkdocs_site) -> Path:
+    """The cache the run's build of the real site filled: `copy_project(dest, warm_cache)` gives a
+    scratch copy of the project whose first build reads what it shares with the real site."""
+    assert helpers.SITE_CACHE.is_dir(), f"the real site's build left no cache at {helpers.SITE_CACHE}"
+    return helpers.SITE_CACHE
 
 
 @pytest.fixture(scope="session")

@@ -7,12 +7,14 @@ import gzip
 import http.server
 import io
 import json
+import logging
 import os
 import re
 import shutil
 import subprocess
 import sys
 import threading
+import traceback
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -87,11 +89,78 @@ TIER: str | None = None
 
 
 def mkdocs_build(dest: Path, config: Path = REPO / "mkdocs.yml", strict: bool = True,
-                 cwd: Path | None = None) -> subprocess.CompletedProcess:
+                 cwd: Path | None = None, process: bool = False) -> subprocess.CompletedProcess:
+    """`mkdocs build -q -f config -d dest [--strict]`, run from `cwd` (the config's folder): its
+    exit status, what it printed and where. In this process by default, through MkDocs' own
+    `load_config` and `build` as the command line calls them (see _mkdocs_in_process), which
+    saves the new interpreter's start-up (about 2 s a build); `process=True` runs the command
+    itself, for the tests about what the command does (its exit status, no traceback)."""
     assert TIER != "unit", ("a unit-tier test builds a site: conftest.py did not see the build "
                             "(tiers come from what a test calls); mark the test @pytest.mark.site")
     cmd = MKDOCS + ["build", "-q", "-f", str(config), "-d", str(dest)] + (["--strict"] if strict else [])
-    return subprocess.run(cmd, capture_output=True, text=True, env=env(), cwd=cwd or config.parent)
+    if process:
+        return subprocess.run(cmd, capture_output=True, text=True, env=env(), cwd=cwd or config.parent)
+    return _mkdocs_in_process(cmd, config, dest, strict, cwd or config.parent)
+
+
+class _Log(logging.Formatter):
+    """MkDocs' log lines as its command line prints them without a terminal: `LEVEL   -  text`."""
+
+    def format(self, record):
+        return f"{record.levelname:<8}-  {super().format(record)}"
+
+
+def _mkdocs_in_process(cmd: list[str], config: Path, dest: Path, strict: bool, cwd: Path
+                       ) -> subprocess.CompletedProcess:
+    """What `mkdocs build -q` (mkdocs/__main__.py: build_command) does, in this process: the
+    `mkdocs` logger at ERROR (-q) printing to stderr, the config loaded with the command's
+    options, the plugins' start-up, the build, and each way the command ends: an Abort's message
+    on stdout (click's echo) and status 1, another ClickException as `Error: ...` on stderr, and
+    any other exception as a traceback on stderr with status 1. The working folder, the
+    environment and the logger are put back after, so a build leaves nothing to the next (the
+    plugin pins SOURCE_DATE_EPOCH in the environment, as it does in its own process)."""
+    import click
+    from mkdocs import config as mkdocs_config, exceptions
+    from mkdocs.commands import build
+
+    logger = logging.getLogger("mkdocs")
+    saved = (logger.level, logger.propagate, list(logger.handlers), dict(os.environ), os.getcwd())
+    out, err = io.StringIO(), io.StringIO()
+    handler = logging.StreamHandler(err)
+    handler.setFormatter(_Log())
+    logger.handlers[:] = [handler]
+    logger.setLevel(logging.ERROR)
+    logger.propagate = False
+    code = 0
+    try:
+        os.chdir(cwd)
+        os.environ.update(env())
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                cfg = mkdocs_config.load_config(config_file=str(config), site_dir=str(dest),
+                                                strict=True if strict else None)
+                cfg.plugins.on_startup(command="build", dirty=False)
+                try:
+                    build.build(cfg, dirty=False)
+                finally:
+                    cfg.plugins.on_shutdown()
+            except exceptions.Abort as e:
+                e.show()
+                code = e.code
+            except click.ClickException as e:
+                e.show()
+                code = e.exit_code
+            except Exception:
+                traceback.print_exc()
+                code = 1
+    finally:
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
+        logger.handlers[:] = saved[2]
+        os.environ.clear()
+        os.environ.update(saved[3])
+        os.chdir(saved[4])
+    return subprocess.CompletedProcess(cmd, code, out.getvalue(), err.getvalue())
 
 
 ZENSICAL_HOST = [sys.executable, "-m", "explainer_gen.host_zensical", "build"]
@@ -134,11 +203,34 @@ def scratch_docs(root: Path, pages: dict[str, str]) -> Path:
     return docs
 
 
-def copy_project(dest: Path) -> Path:
-    """A scratch copy of the site sources (docs, mkdocs.yml) that tests may edit."""
+# The cache the real site's build fills (the plugin's default cache_dir beside mkdocs.yml).
+SITE_CACHE = REPO / ".cache" / "explainer"
+
+
+def copy_project(dest: Path, cache: Path | None = None) -> Path:
+    """A scratch copy of the site sources (docs, mkdocs.yml) that tests may edit. With `cache`
+    (the `warm_cache` fixture: the run's own build of the real site has filled it), the copy
+    starts with that cache's entries in its own `.cache/explainer`, so its first build reads
+    every figure and number it shares with the real site instead of computing them again. The
+    entries are hard links where the file system allows: the cache writes each entry whole to a
+    new file and renames it into place, so an entry is never changed in place and a link is as
+    good as a copy. Without `cache` the copy starts cold, for the tests about a first build."""
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copytree(REPO / "docs", dest / "docs")
     shutil.copy(REPO / "mkdocs.yml", dest / "mkdocs.yml")
+    if cache is not None:
+        link_tree(cache, dest / ".cache" / "explainer")
+    return dest
+
+
+def link_tree(source: Path, dest: Path) -> Path:
+    """`source` copied to `dest` as hard links (copies where links cannot be made)."""
+    def link(src, dst):
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+    shutil.copytree(source, dest, copy_function=link)
     return dest
 
 

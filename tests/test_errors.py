@@ -61,6 +61,38 @@ def test_author_mistake_fails_with_location(tmp_path, name):
     assert_fails(build_page(tmp_path, markdown), line, *needles)
 
 
+# One real `mkdocs build` process for each way a build fails, beside the same build in this
+# process (helpers.mkdocs_build, which the other tests here use): an author's mistake (the
+# plugin's PluginError), a mistake in the catalogue (the same, from another file) and a plugin
+# option of the wrong kind (MkDocs' own configuration error). The command exits with status 1,
+# prints the message and no traceback, and the build in this process says exactly the same.
+WAYS_A_BUILD_FAILS = {
+    "author mistake": (CONFIG, CASES["unknown figure"][0], "docs/page.md:4: unknown figure 'speedup-vs-bach'"),
+    "catalogue mistake": (CONFIG.replace("plugins: [explainer]", "plugins: [{explainer: {catalogue: cat.yaml}}]"),
+                          GOOD_FENCE, "cat.yaml:"),
+    "plugin option": (CONFIG.replace("plugins: [explainer]", "plugins: [{explainer: {cache_keep_days: -1}}]"),
+                      GOOD_FENCE, "option 'cache_keep_days': must be a number of days, 0 or more"),
+}
+
+
+@pytest.mark.parametrize("way", WAYS_A_BUILD_FAILS)
+def test_the_command_fails_as_the_build_in_this_process_does(tmp_path, way):
+    config, markdown, needle = WAYS_A_BUILD_FAILS[way]
+    (tmp_path / "cat.yaml").write_text(GOOD_CATALOGUE.replace("bf16_tflops: 989", "bf16_tflops: 0", 1))
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "mkdocs.yml").write_text(config)
+    (tmp_path / "docs" / "index.md").write_text("# Home\n")
+    (tmp_path / "docs" / "page.md").write_text(markdown)
+    command = mkdocs_build(tmp_path / "site", tmp_path / "mkdocs.yml", strict=True, process=True)
+    here = mkdocs_build(tmp_path / "site", tmp_path / "mkdocs.yml", strict=True)
+    for result in (command, here):
+        out = result.stdout + result.stderr
+        assert result.returncode == 1 and needle in out and "Traceback" not in out, out
+    lines = lambda text: [line.strip() for line in text.strip().splitlines()]  # noqa: E731
+    assert (lines(here.stdout), lines(here.stderr)) == (lines(command.stdout), lines(command.stderr))
+    assert not (tmp_path / "site").exists()
+
+
 def test_errors_also_fail_strict_builds(tmp_path):
     markdown, line, needles = CASES["unknown figure"]
     assert_fails(build_page(tmp_path, markdown, strict=True), line, *needles)
@@ -134,7 +166,9 @@ def test_nan_from_a_model_names_the_position(tmp_path):
     (tmp_path / "mkdocs.yml").write_text(config)
     (tmp_path / "docs" / "index.md").write_text("# Home\n")
     (tmp_path / "docs" / "page.md").write_text("# T\n\n```explainer\nfigure: broken-speedup\n```\n")
-    result = mkdocs_build(tmp_path / "site", tmp_path / "mkdocs.yml", strict=False)
+    # In a process of its own: the hook registers a figure kind, which must not stay in the
+    # registry of the test run (test_figure_kinds checks every kind registered).
+    result = mkdocs_build(tmp_path / "site", tmp_path / "mkdocs.yml", strict=False, process=True)
     assert_fails(result, 3, "the model gave nan for 'speedup' at a=0.35")
 
 

@@ -310,10 +310,10 @@ def test_pages_workflow_keeps_the_figure_cache_and_pips_between_deploys():
     assert key.startswith(prefix.strip())
 
 
-def test_site_works_under_a_subpath(browser, tmp_path, host):
+def test_site_works_under_a_subpath(browser, tmp_path, host, warm_cache):
     """The site built by the host and served under /inference/, as GitHub Pages serves a project's
     site: every page loads with its figures, and every request stays under the prefix."""
-    project = copy_project(tmp_path / "project")
+    project = copy_project(tmp_path / "project", warm_cache)
     with serve(tmp_path / "out", prefix="inference") as url:
         cfg = (project / "mkdocs.yml").read_text()
         (project / "mkdocs.yml").write_text(re.sub(r"^site_url:.*$", f"site_url: {url}", cfg, flags=re.M))

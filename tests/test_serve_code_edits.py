@@ -35,8 +35,8 @@ def step_ms(html: str) -> float:
 
 
 @pytest.fixture
-def project(tmp_path):
-    root = copy_project(tmp_path / "project")
+def project(tmp_path, warm_cache):
+    root = copy_project(tmp_path / "project", warm_cache)
     for package in ("models", "explainer_gen"):
         shutil.copytree(REPO / package, root / package, ignore=shutil.ignore_patterns("__pycache__"))
     return root

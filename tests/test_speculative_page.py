@@ -103,8 +103,8 @@ def test_every_scenario_and_slider_position_is_precomputed(site):
     assert n["texts"][(i_sc * 19 + i_a) * 8 + i_k] == f"{int(want) - 1:,d}"
 
 
-def test_changing_the_scenario_changes_numbers_and_figures(tmp_path, site):
-    project = copy_project(tmp_path / "project")
+def test_changing_the_scenario_changes_numbers_and_figures(tmp_path, site, warm_cache):
+    project = copy_project(tmp_path / "project", warm_cache)
     page = project / "docs/explainers/speculative-decoding.md"
     page.write_text(page.read_text().replace("explainer:\n", "explainer:\n  scenario: {accelerator: mi300x}\n", 1)
                     .replace("accelerator: [h100-sxm, mi300x]", "accelerator: [mi300x, h100-sxm]"))
