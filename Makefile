@@ -30,17 +30,22 @@ chromium: $(VENV)/.installed
 serve: $(VENV)/.installed
 	$(VENV)/bin/mkdocs serve --livereload -a 127.0.0.1:8000
 
+# The tests run in one process per core (pytest-xdist; WORKERS=0 runs them all in this one), each
+# test file in one process, so a file's shared page loads and scratch builds are made once.
+WORKERS ?= auto
+PYTEST := $(PY) -m pytest -n $(WORKERS) --dist loadfile
+
 test: $(VENV)/.installed chromium
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PYTEST) $(PYTEST_ARGS)
 
 test-unit: $(VENV)/.installed
-	$(PY) -m pytest -m unit $(PYTEST_ARGS)
+	$(PYTEST) -m unit $(PYTEST_ARGS)
 
 test-site: $(VENV)/.installed
-	$(PY) -m pytest -m site $(PYTEST_ARGS)
+	$(PYTEST) -m site $(PYTEST_ARGS)
 
 test-browser: $(VENV)/.installed chromium
-	$(PY) -m pytest -m browser $(PYTEST_ARGS)
+	$(PYTEST) -m browser $(PYTEST_ARGS)
 
 build: $(VENV)/.installed
 	$(VENV)/bin/mkdocs build --strict

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 import sys
 import types
 from pathlib import Path
@@ -157,18 +158,28 @@ def pytest_report_collectionfinish(config, items):
 
 def pytest_runtest_setup(item):
     helpers.TIER = item.config.stash.get(_TIER_KEY, {}).get(item.nodeid)
+    # The tier travels with the test's reports, so the process that prints the summary knows it:
+    # under pytest-xdist that is the controller, which collects no tests itself.
+    if not any(name == "tier" for name, _ in item.user_properties):
+        item.user_properties.append(("tier", helpers.TIER))
 
 
 def pytest_runtest_teardown(item):
     helpers.TIER = None
 
 
+_tiers_seen: dict[str, str] = {}  # test id -> tier, from the reports
+
+
 def pytest_runtest_logreport(report):
     _durations[report.nodeid] = _durations.get(report.nodeid, 0.0) + report.duration
+    for name, value in report.user_properties:
+        if name == "tier" and value:
+            _tiers_seen[report.nodeid] = value
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    tiers = config.stash.get(_TIER_KEY, {})
+    tiers = {**_tiers_seen, **config.stash.get(_TIER_KEY, {})}
     ran = {t: [d for n, d in _durations.items() if tiers.get(n) == t] for t in TIERS}
     if any(ran.values()):  # setup to teardown; the real site's build counts for the first test that needs it
         terminalreporter.write_line("time per tier: " + ", ".join(
@@ -197,11 +208,27 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("host", list(marker.args or HOSTS), indirect=True, scope="module")
 
 
+def run_folder(tmp_path_factory) -> Path:
+    """A folder of this run that every process of it shares: under pytest-xdist, the folder that
+    holds each worker's own temporary folder; otherwise this process's own."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 def _built(tmp_path_factory, host: str) -> Path:
-    """The real mkdocs.yml, built by `host` (MkDocs with --strict) into a temporary folder."""
-    dest = tmp_path_factory.mktemp(host) / "site"
-    result = HOST_BUILDS[host](dest)
-    assert result.returncode == 0, result.stderr
+    """The real mkdocs.yml, built by `host` (MkDocs with --strict) once per run: the first process
+    of the run to need it builds it, behind a file lock, and the others wait and read the same
+    folder. A failed build marks nothing done, so each process that needs it fails on it."""
+    from filelock import FileLock
+
+    root = run_folder(tmp_path_factory) / f"built-{host}"
+    root.mkdir(exist_ok=True)
+    dest, done = root / "site", root / "done"
+    with FileLock(str(root) + ".lock"):
+        if not done.exists():
+            result = HOST_BUILDS[host](dest)
+            assert result.returncode == 0, result.stderr
+            done.touch()
     return dest
 
 
@@ -211,7 +238,8 @@ def mkdocs_site(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def zensical_site(tmp_path_factory):
+def zensical_site(tmp_path_factory, mkdocs_site):
+    # After MkDocs' build, whose cache Zensical's build then reads (both compute the same figures).
     return _built(tmp_path_factory, "zensical")
 
 

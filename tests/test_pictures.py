@@ -326,6 +326,9 @@ TEXTS = """svg => {
 }"""
 
 
+PAINTED = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"
+
+
 @pytest.fixture(scope="module")
 def static_text(site, base_url, browser):
     """Every static picture at 1280 px, light, scrolled into view: the page's chart font faces,
@@ -343,6 +346,10 @@ def static_text(site, base_url, browser):
             for i in range(figures.count()):
                 fig = figures.nth(i)
                 into_view(page, fig)
+                # Two frames: the picture scrolled into view has been laid out and painted, so
+                # Chromium has the fonts of each of its text runs (on a loaded machine a label
+                # queried sooner can come back with none).
+                page.evaluate(PAINTED)
                 got = fig.locator("svg.eg-static").evaluate(TEXTS)
                 cdp.send("DOM.enable")
                 cdp.send("CSS.enable")
