@@ -21,6 +21,7 @@ stayed green. So nothing here asks whether an element exists: it asks what is di
 from __future__ import annotations
 
 import base64
+import re
 from pathlib import Path
 
 import numpy as np
@@ -237,7 +238,8 @@ def sideways(page, path: str, when: str) -> list[str]:
 
 # -- 1. one picture, in the scheme's colours, before and after a figure goes live --------------------
 
-def figures_gone_live(page, base_url: str, paths: list[str], scheme: str, phone: bool, problems: list[str]):
+def figures_gone_live(page, base_url: str, paths: list[str], scheme: str, phone: bool, problems: list[str],
+                      after_page=None):
     """Every page in the scheme, and on it every figure: one static picture before the reader
     reaches for it, then the live view alone. Yields (name, figure) once it is live; what is wrong
     goes into `problems`, as does a page that scrolls sideways, on load or with its figures live.
@@ -245,7 +247,10 @@ def figures_gone_live(page, base_url: str, paths: list[str], scheme: str, phone:
     On a desktop screen, whose column is at least as wide as the picture is drawn
     (artifacts.COLUMN_WIDTH), the live view has the picture's height to the pixel: nothing under
     the figure moves as the reader's pointer arrives on it. (A phone's column scales the picture
-    down, while the live view keeps the height its labels need.)"""
+    down, while the live view keeps the height its labels need.)
+
+    `after_page(path)`, if given, runs once each page's figures are all live, and returns what it
+    found wrong there."""
     material, index = SCHEMES[scheme]
     for path in paths:
         park(page)  # nothing under the pointer when the page arrives
@@ -273,21 +278,68 @@ def figures_gone_live(page, base_url: str, paths: list[str], scheme: str, phone:
             yield name, fig
         if figures.count():
             problems += sideways(page, path, "with its figures live")
+        if after_page:
+            problems += after_page(path)
+
+
+def live_views_are_named_images(page) -> None:
+    """A live view (Vega's canvas says nothing itself) is one image, named like the figure and
+    described by the figure's description, as its static picture is."""
+    from playwright.sync_api import expect
+
+    for fig in page.locator(".eg-figure").all():
+        view = fig.locator(".eg-view")
+        assert view.get_attribute("role") == "img"
+        caption = fig.locator("figcaption").inner_text().strip()
+        expect(view).to_have_accessible_name(re.compile(re.escape(caption)))
+        expect(view).to_have_accessible_description(fig.locator(".eg-desc").text_content().strip())
+
+
+def page_is_clean(page, watch, path: str, axe=None) -> list[str]:
+    """What went wrong on the page as loaded and with its figures live: nothing logged, failed or
+    fetched from another host (then the watch starts afresh for the next page); with `axe`, no
+    accessibility violation, and every live view a named image."""
+    problems = []
+    try:
+        watch.assert_clean()
+    except AssertionError as exc:
+        problems.append(f"{path}: {exc}")
+    watch.errors.clear(), watch.failed.clear(), watch.foreign.clear()
+    if axe is not None:
+        result = axe.run(page)
+        if result.violations_count:
+            problems.append(f"{path}: {result.generate_report()}")
+        try:
+            live_views_are_named_images(page)
+        except AssertionError as exc:
+            problems.append(f"{path}: live view not a named image: {exc}")
+    return problems
 
 
 @pytest.mark.hosts()
 @pytest.mark.parametrize("screen", list(SCREENS))
 @pytest.mark.parametrize("scheme", list(SCHEMES))
 def test_each_figure_displays_one_picture_before_and_after_it_goes_live(site, base_url, browser, scheme, screen):
+    """One walk over every page for each host, scheme and screen, every figure made live on it.
+    Beside the pictures: each page loads cleanly (nothing logged or failed, no other host), and
+    on the desktop screen, with its figures live, it has no accessibility violation (axe) and
+    every live view is a named image."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    from conftest import PageWatch
+
     index = SCHEMES[scheme][1]
     phone = screen == "phone"
     # A high-DPI screen: the live view must be sharp on it, and its labels' colour is read there.
     context = browser.new_context(color_scheme=scheme, device_scale_factor=2, **SCREENS[screen])
     page = context.new_page()
+    watch = PageWatch(page, base_url.split("/")[2])
+    axe = None if phone else Axe()
     problems: list[str] = []
     figures_seen = 0
     try:
-        for name, fig in figures_gone_live(page, base_url, built_pages(site), scheme, phone, problems):
+        for name, fig in figures_gone_live(page, base_url, built_pages(site), scheme, phone, problems,
+                                           after_page=lambda path: page_is_clean(page, watch, path, axe)):
             muted = PALETTE["muted"][index]
             fills, drawn = live_label_colour(page, fig)
             if fills != {muted} or drawn != muted:
@@ -302,7 +354,7 @@ def test_each_figure_displays_one_picture_before_and_after_it_goes_live(site, ba
             figures_seen += 1
     finally:
         context.close()
-    assert figures_seen >= len(figure_pages(site)) > 0
+    assert figures_seen >= len(figure_pages(site)) > 0 and len(built_pages(site)) >= 4
     assert not problems, "\n".join(problems)
 
 
