@@ -150,45 +150,53 @@ def assert_card_settles_inside(link, where: str, anchored: bool, tries: int = 15
                 raise
 
 
-def test_no_page_scrolls_sideways(site, base_url, screen):
+def cards_shown_by_the_pointer(screen, url: str) -> int:
+    """Every card of the loaded page, shown by the pointer with its link in the middle of the
+    window, settles inside the window; returns how many were checked."""
+    links = screen.locator(".eg-ref > a")
+    for i in range(links.count()):
+        screen.mouse.move(0, 0)
+        x, y = links.nth(i).evaluate(POINT_AT)
+        screen.mouse.move(x, y)
+        assert_card_settles_inside(links.nth(i), url, screen.anchored)
+    screen.mouse.move(0, 0)  # over the header: no card left shown by the pointer
+    return links.count()
+
+
+def cards_shown_by_the_keyboard(screen, url: str) -> None:
+    """Tab through the loaded page's article: every card settles inside the window, and Tab
+    reaches every card."""
+    ids = set(screen.locator(".eg-ref > a").evaluate_all("as => as.map(a => a.getAttribute('aria-describedby'))"))
+    # Start from the top of the article, past the header and the sidebars.
+    screen.evaluate("() => { const a = document.querySelector('article'); a.tabIndex = -1; a.focus(); }")
+    seen: set[str] = set()
+    for _ in range(MAX_TABS):
+        screen.keyboard.press("Tab")
+        card = screen.evaluate("() => document.activeElement && document.activeElement.matches('.eg-ref > a')"
+                               " ? document.activeElement.getAttribute('aria-describedby') : null")
+        if card is None:
+            continue
+        assert_card_settles_inside(screen.locator(f'.eg-ref > a[aria-describedby="{card}"]'),
+                                   f"{url} (keyboard)", screen.anchored)
+        seen.add(card)
+        if seen == ids:
+            break
+    assert seen == ids, f"{url}: Tab never reached {sorted(ids - seen)}"
+
+
+def test_no_page_scrolls_sideways_and_every_card_stays_in_the_window(site, base_url, screen):
+    """One load of every page on each screen: it does not scroll sideways; then, on a page with
+    cards, each card shown by the pointer, and then each shown by the keyboard, stays in the
+    window."""
+    checked, with_cards = 0, set(pages_with_cards(site))
+    assert with_cards
     for url in built_pages(site):
         load(screen, base_url + url)
         assert_no_sideways_scroll(screen, url)
-
-
-def test_cards_shown_by_the_pointer_stay_in_the_window(site, base_url, screen):
-    checked = 0
-    for url in pages_with_cards(site):
-        load(screen, base_url + url)
-        links = screen.locator(".eg-ref > a")
-        for i in range(links.count()):
-            screen.mouse.move(0, 0)
-            x, y = links.nth(i).evaluate(POINT_AT)
-            screen.mouse.move(x, y)
-            assert_card_settles_inside(links.nth(i), url, screen.anchored)
-            checked += 1
+        if url in with_cards:
+            checked += cards_shown_by_the_pointer(screen, url)
+            cards_shown_by_the_keyboard(screen, url)
     assert checked >= 20
-
-
-def test_cards_shown_by_the_keyboard_stay_in_the_window(site, base_url, screen):
-    for url in pages_with_cards(site):
-        load(screen, base_url + url)
-        ids = set(screen.locator(".eg-ref > a").evaluate_all("as => as.map(a => a.getAttribute('aria-describedby'))"))
-        # Start from the top of the article, past the header and the sidebars.
-        screen.evaluate("() => { const a = document.querySelector('article'); a.tabIndex = -1; a.focus(); }")
-        seen: set[str] = set()
-        for _ in range(MAX_TABS):
-            screen.keyboard.press("Tab")
-            card = screen.evaluate("() => document.activeElement && document.activeElement.matches('.eg-ref > a')"
-                                   " ? document.activeElement.getAttribute('aria-describedby') : null")
-            if card is None:
-                continue
-            assert_card_settles_inside(screen.locator(f'.eg-ref > a[aria-describedby="{card}"]'),
-                                       f"{url} (keyboard)", screen.anchored)
-            seen.add(card)
-            if seen == ids:
-                break
-        assert seen == ids, f"{url}: Tab never reached {sorted(ids - seen)}"
 
 
 def test_stripping_anchor_positioning_leaves_the_rest():
