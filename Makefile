@@ -31,9 +31,10 @@ serve: $(VENV)/.installed
 	$(VENV)/bin/mkdocs serve --livereload -a 127.0.0.1:8000
 
 # The tests run in one process per core (pytest-xdist; WORKERS=0 runs them all in this one), each
-# test file in one process, so a file's shared page loads and scratch builds are made once.
+# taken by whichever process is free, but the tests sharing a module's fixture go to one process
+# together (tests/conftest.py: shared_fixture), so that fixture is made once.
 WORKERS ?= auto
-PYTEST := $(PY) -m pytest -n $(WORKERS) --dist loadfile
+PYTEST := $(PY) -m pytest -n $(WORKERS) --dist loadgroup
 
 test: $(VENV)/.installed chromium
 	$(PYTEST) $(PYTEST_ARGS)

@@ -140,6 +140,21 @@ def tier_of(item) -> str:
     return "unit"
 
 
+def shared_fixture(item) -> str | None:
+    """The first fixture of a test module, wider than one test (module or class scope), that the
+    test uses: the tests sharing one such fixture (a walk over every page, a costly reference)
+    must run in one process to share it, so `make test` (pytest-xdist, --dist loadgroup) sends
+    them to one process as a group. The conftest's own (the host's build and its server) are made
+    once per run or cost nothing, and group nothing."""
+    for name in item.fixturenames:
+        for fixturedef in getattr(item, "_fixtureinfo").name2fixturedefs.get(name, ()):
+            code = getattr(fixturedef.func, "__code__", None)
+            if (fixturedef.scope in ("module", "class") and code and _file_in_tests(code.co_filename)
+                    and Path(code.co_filename).name != "conftest.py"):
+                return f"{Path(code.co_filename).stem}::{name}"
+    return None
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by mark
 def pytest_collection_modifyitems(config, items):
     tiers = config.stash.setdefault(_TIER_KEY, {})
@@ -148,6 +163,9 @@ def pytest_collection_modifyitems(config, items):
         tiers[item.nodeid] = tier
         if not item.get_closest_marker(tier):
             item.add_marker(tier)
+        group = shared_fixture(item)
+        if group and not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_report_collectionfinish(config, items):
@@ -301,11 +319,31 @@ class PageWatch:
         self.errors: list[str] = []
         self.failed: list[str] = []
         self.foreign: list[str] = []
+        self._pending: set = set()  # requests in flight
+        self._left: set = set()     # requests in flight when the page was left (see leave)
         page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
         page.on("pageerror", lambda e: self.errors.append(str(e)))
-        page.on("requestfailed", lambda r: self.failed.append(r.url))
-        page.on("request", lambda r: (r.url.split("/")[2] != allowed_host and not r.url.startswith("data:"))
-                and self.foreign.append(r.url))
+        page.on("requestfailed", self._failed)
+        page.on("requestfinished", lambda r: self._pending.discard(r))
+        page.on("request", self._request)
+        self.allowed_host = allowed_host
+
+    def _request(self, r):
+        self._pending.add(r)
+        if r.url.split("/")[2] != self.allowed_host and not r.url.startswith("data:"):
+            self.foreign.append(r.url)
+
+    def _failed(self, r):
+        self._pending.discard(r)
+        if r not in self._left:
+            self.failed.append(r.url)
+
+    def leave(self):
+        """The page is about to go to another address: the requests still in flight belong to the
+        page it leaves, and the navigation cancels them, which is no failure of either page. The
+        record starts afresh for the next page."""
+        self._left, self._pending = set(self._pending), set()
+        self.errors.clear(), self.failed.clear(), self.foreign.clear()
 
     def assert_clean(self):
         assert self.errors == [], self.errors

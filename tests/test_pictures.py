@@ -297,14 +297,14 @@ def live_views_are_named_images(page) -> None:
 
 def page_is_clean(page, watch, path: str, axe=None) -> list[str]:
     """What went wrong on the page as loaded and with its figures live: nothing logged, failed or
-    fetched from another host (then the watch starts afresh for the next page); with `axe`, no
+    fetched from another host (then the watch leaves the page for the next one); with `axe`, no
     accessibility violation, and every live view a named image."""
     problems = []
     try:
         watch.assert_clean()
     except AssertionError as exc:
         problems.append(f"{path}: {exc}")
-    watch.errors.clear(), watch.failed.clear(), watch.foreign.clear()
+    watch.leave()
     if axe is not None:
         result = axe.run(page)
         if result.violations_count:

@@ -88,12 +88,27 @@ window.__late = [];
 
 
 def late_changes(browser, url: str, **options) -> list[str]:
-    context, page = open_page(browser, url, init=LATE_CHANGES, **options)
-    page.goto(url, wait_until="load")
-    page.wait_for_timeout(1000)  # the theme's deferred steps (its transition guard) run after load
-    assert page.evaluate("() => !!window.document$"), "the theme's bundle did not start"
-    found = page.evaluate("() => window.__late")
-    context.close()
+    return late_changes_of(browser, [url], **options)[url]
+
+
+def late_changes_of(browser, urls: list[str], init: str = "", **options) -> dict[str, list[str]]:
+    """LATE_CHANGES' record of each page, each loaded in a new context (a first visit, or the
+    storage `init` sets) and watched for at least a second after its load, which gives the theme's
+    deferred steps (its transition guard) time to run. The pages are loaded one after another and
+    stay open side by side (each is visible and has focus in its own context), so their seconds
+    of watching overlap."""
+    opened = []
+    for url in urls:
+        context, page = open_page(browser, url, init=init + LATE_CHANGES, **options)
+        page.goto(url, wait_until="load")
+        opened.append((url, context, page))
+    opened[-1][2].wait_for_timeout(1000)  # the last page loaded, and so every page, has had its second
+    found = {}
+    for url, context, page in opened:
+        assert page.evaluate("() => !!window.document$"), f"the theme's bundle did not start on {url}"
+        found[url] = page.evaluate("() => window.__late")
+        found[url + " scheme"] = page.evaluate("() => document.body.getAttribute('data-md-color-scheme')")
+        context.close()
     return found
 
 
@@ -101,10 +116,10 @@ def test_theme_start_up_changes_nothing_the_page_is_styled_by(browser, base_url,
     """On every page, in both schemes, on a first visit and with a stored choice: once the
     theme's bundle runs, <html>, <body>, the stylesheets' URLs and the color-scheme meta tag stay
     exactly as the page's own start-up left them."""
-    pages = site_pages(site)
+    urls = [base_url + path for path in site_pages(site)]
     for scheme in ("light", "dark"):
-        for path in pages:
-            assert late_changes(browser, base_url + path, scheme=scheme) == [], (scheme, path)
+        found = late_changes_of(browser, urls, scheme=scheme)
+        assert {url: found[url] for url in urls} == {url: [] for url in urls}, scheme
     # A stored choice opposite to the system's: the page starts in it, and still nothing changes.
     context, page = open_page(browser, base_url, scheme="light")
     page.goto(base_url)
@@ -112,13 +127,11 @@ def test_theme_start_up_changes_nothing_the_page_is_styled_by(browser, base_url,
     storage = page.evaluate("() => JSON.stringify(Object.entries(localStorage))")
     context.close()
     restore = f"for (const [k, v] of {storage}) localStorage.setItem(k, v);"
-    for path in figure_pages(site)[:2]:
-        context, page = open_page(browser, base_url + path, scheme="light", init=restore + LATE_CHANGES)
-        page.goto(base_url + path, wait_until="load")
-        page.wait_for_timeout(1000)
-        assert page.evaluate("() => document.body.getAttribute('data-md-color-scheme')") == "slate"
-        assert page.evaluate("() => window.__late") == [], path
-        context.close()
+    urls = [base_url + path for path in figure_pages(site)[:2]]
+    found = late_changes_of(browser, urls, scheme="light", init=restore)
+    for url in urls:
+        assert found[url + " scheme"] == "slate", url
+        assert found[url] == [], url
 
 
 def test_negative_control_the_theme_alone_changes_them(browser, base_url, site):
