@@ -125,38 +125,6 @@ def test_palette_toggle_rethemes_without_reload(browser, base_url, site):
     context.close()
 
 
-def test_without_javascript_static_figures_and_default_numbers(browser, base_url, site):
-    context = browser.new_context(java_script_enabled=False)
-    for path in figure_pages(site):
-        page = context.new_page()
-        page.goto(base_url + path)
-        html = (site / path / "index.html").read_text()
-        for fig in page.locator(".eg-figure").all():
-            img = fig.locator("svg.eg-static")
-            assert img.is_visible()
-            img.scroll_into_view_if_needed()
-            assert img.bounding_box()["height"] > 100
-            assert fig.locator("details.eg-data table tbody tr").count() > 0
-            assert not fig.locator(".eg-view").is_visible()
-        shown = page.locator(".eg-num").all_inner_texts()
-        assert shown == re.findall(r'<span class="eg-num"[^>]*>([^<]*)</span>', html)
-        page.close()
-    context.close()
-
-
-def test_print_shows_svgs_and_hides_controls(browser, base_url, site):
-    context = browser.new_context()
-    page = context.new_page()
-    page.goto(base_url + figure_pages(site)[0])
-    wait_for_figures(page)
-    page.emulate_media(media="print")
-    for fig in page.locator(".eg-figure").all():
-        assert fig.locator("svg.eg-static").is_visible()
-        assert not fig.locator(".eg-view").is_visible()
-    assert all(not e.is_visible() for e in page.locator("input[type=range], .eg-scenario").all())
-    context.close()
-
-
 def test_keyboard_reaches_and_moves_every_control(browser, base_url, site):
     context = browser.new_context()
     for path in figure_pages(site):
