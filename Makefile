@@ -30,11 +30,11 @@ chromium: $(VENV)/.installed
 serve: $(VENV)/.installed
 	$(VENV)/bin/mkdocs serve --livereload -a 127.0.0.1:8000
 
-# The tests run in one process per core (pytest-xdist; WORKERS=0 runs them all in this one), each
-# taken by whichever process is free, but the tests sharing a module's fixture go to one process
-# together (tests/conftest.py: shared_fixture), so that fixture is made once.
+# The tests run in one process per core (pytest-xdist; WORKERS=0 runs them all in this one). Each
+# process starts on its share of the tests in their order, so a module's tests stay together and
+# share its fixtures, and a process that runs out takes tests from the end of another's share.
 WORKERS ?= auto
-PYTEST := $(PY) -m pytest -n $(WORKERS) --dist loadgroup
+PYTEST := $(PY) -m pytest -n $(WORKERS) --dist worksteal
 
 test: $(VENV)/.installed chromium
 	$(PYTEST) $(PYTEST_ARGS)

@@ -140,21 +140,6 @@ def tier_of(item) -> str:
     return "unit"
 
 
-def shared_fixture(item) -> str | None:
-    """The first fixture of a test module, wider than one test (module or class scope), that the
-    test uses: the tests sharing one such fixture (a walk over every page, a costly reference)
-    must run in one process to share it, so `make test` (pytest-xdist, --dist loadgroup) sends
-    them to one process as a group. The conftest's own (the host's build and its server) are made
-    once per run or cost nothing, and group nothing."""
-    for name in item.fixturenames:
-        for fixturedef in getattr(item, "_fixtureinfo").name2fixturedefs.get(name, ()):
-            code = getattr(fixturedef.func, "__code__", None)
-            if (fixturedef.scope in ("module", "class") and code and _file_in_tests(code.co_filename)
-                    and Path(code.co_filename).name != "conftest.py"):
-                return f"{Path(code.co_filename).stem}::{name}"
-    return None
-
-
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by mark
 def pytest_collection_modifyitems(config, items):
     tiers = config.stash.setdefault(_TIER_KEY, {})
@@ -163,9 +148,6 @@ def pytest_collection_modifyitems(config, items):
         tiers[item.nodeid] = tier
         if not item.get_closest_marker(tier):
             item.add_marker(tier)
-        group = shared_fixture(item)
-        if group and not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_report_collectionfinish(config, items):
