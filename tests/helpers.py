@@ -255,6 +255,12 @@ class _Pages(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):  # keep test output readable
         pass
 
+    def end_headers(self):
+        # As GitHub Pages does: every file may be reused for ten minutes without asking again, so
+        # a reader's second page takes the theme's and Vega's scripts from the browser's cache.
+        self.send_header("Cache-Control", "max-age=600")
+        super().end_headers()
+
     def send_head(self):
         path = self.translate_path(self.path)
         if os.path.isdir(path):
