@@ -182,8 +182,10 @@ def pytest_terminal_summary(terminalreporter, config):
     tiers = {**_tiers_seen, **config.stash.get(_TIER_KEY, {})}
     ran = {t: [d for n, d in _durations.items() if tiers.get(n) == t] for t in TIERS}
     if any(ran.values()):  # setup to teardown; the real site's build counts for the first test that needs it
+        workers = getattr(config, "workerinfo", None) or getattr(config.option, "numprocesses", None)
         terminalreporter.write_line("time per tier: " + ", ".join(
-            f"{t} {len(ds)} tests {sum(ds):.0f} s" for t, ds in ran.items() if ds))
+            f"{t} {len(ds)} tests {sum(ds):.0f} s" for t, ds in ran.items() if ds)
+            + (" (each test's own time, added up over the processes that ran side by side)" if workers else ""))
     slow = sorted(((d, n) for n, d in _durations.items() if tiers.get(n) == "unit" and d > SLOW_UNIT_SECONDS),
                   reverse=True)
     if slow:
