@@ -33,6 +33,30 @@ def test_every_file_the_build_writes_has_the_contract_shape(site):
         contract.check_figure_payload(payload)
 
 
+def test_each_switch_offers_its_choices_in_the_order_the_page_lists_them(site):
+    """A page's switch shows its fields, and each field's choices, in the order the front matter
+    lists them (the first choice is the one a reader meets first). Read from every built page
+    against its Markdown's front matter."""
+    import yaml
+
+    checked = 0
+    for source in sorted((REPO / "docs").rglob("*.md")):
+        text = source.read_text()
+        if not text.startswith("---\n"):
+            continue
+        switch = ((yaml.safe_load(text.split("---\n", 2)[1]) or {}).get("explainer") or {}).get("switch")
+        if not switch:
+            continue
+        rel = source.relative_to(REPO / "docs").with_suffix("")
+        html = (site / (rel.parent if rel.name == "index" else rel) / "index.html").read_text()
+        shown = re.findall(r'<select name="([^"]+)" data-eg-switch=[^>]*>(.*?)</select>', html, re.S)
+        assert [name for name, _ in shown] == list(switch), source
+        for name, options in shown:
+            assert re.findall(r'<option value="([^"]+)"', options) == [str(v) for v in switch[name]], (source, name)
+        checked += 1
+    assert checked >= 4
+
+
 def test_the_loader_reads_the_version_the_build_writes():
     m = re.search(r"var CONTRACT = (\d+);", LOADER.read_text())
     assert m and int(m.group(1)) == contract.VERSION
