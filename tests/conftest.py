@@ -182,7 +182,7 @@ def pytest_terminal_summary(terminalreporter, config):
     tiers = {**_tiers_seen, **config.stash.get(_TIER_KEY, {})}
     ran = {t: [d for n, d in _durations.items() if tiers.get(n) == t] for t in TIERS}
     if any(ran.values()):  # setup to teardown; the real site's build counts for the first test that needs it
-        workers = getattr(config, "workerinfo", None) or getattr(config.option, "numprocesses", None)
+        workers = getattr(config.option, "numprocesses", None)  # pytest-xdist's -n
         terminalreporter.write_line("time per tier: " + ", ".join(
             f"{t} {len(ds)} tests {sum(ds):.0f} s" for t, ds in ran.items() if ds)
             + (" (each test's own time, added up over the processes that ran side by side)" if workers else ""))
@@ -329,10 +329,13 @@ class PageWatch:
         self._left, self._pending = set(self._pending), set()
         self.errors.clear(), self.failed.clear(), self.foreign.clear()
 
+    def problems(self) -> list[str]:
+        """What went wrong on the page so far: errors logged, requests failed, other hosts asked."""
+        return [f"{what}: {found}" for what, found in (("errors", self.errors), ("failed requests", self.failed),
+                                                         ("other hosts", self.foreign)) if found]
+
     def assert_clean(self):
-        assert self.errors == [], self.errors
-        assert self.failed == [], self.failed
-        assert self.foreign == [], self.foreign
+        assert self.problems() == []
 
 
 @pytest.fixture

@@ -223,6 +223,14 @@ def copy_project(dest: Path, cache: Path | None = None) -> Path:
     return dest
 
 
+def copy_code(project: Path) -> Path:
+    """The models and the generator copied into `project`, to be run from there (first on
+    PYTHONPATH) and edited there without touching the repository's."""
+    for package in ("models", "explainer_gen"):
+        shutil.copytree(REPO / package, project / package, ignore=shutil.ignore_patterns("__pycache__"))
+    return project
+
+
 def link_tree(source: Path, dest: Path) -> Path:
     """`source` copied to `dest` as hard links (copies where links cannot be made)."""
     def link(src, dst):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import MKDOCS, REPO, copy_project, env, mkdocs_build, scratch_docs, wait_for_figures, with_plugin_options
+from helpers import MKDOCS, REPO, copy_code, copy_project, env, mkdocs_build, scratch_docs, wait_for_figures, with_plugin_options
 
 CATALOGUE = REPO / "models" / "catalogue.yaml"
 
@@ -73,8 +73,7 @@ def test_cache_recomputes_only_what_changed(tmp_path):
     (project / "mkdocs.yml").write_text(
         "site_name: cache test\ntheme: {name: material, font: false}\n"
         "plugins: [{explainer: {catalogue: catalogue.yaml}}]\n")
-    for package in ("models", "explainer_gen"):
-        shutil.copytree(REPO / package, project / package, ignore=shutil.ignore_patterns("__pycache__"))
+    copy_code(project)
     first = computed_by_build(project, tmp_path / "s1")
     assert first == SMALL_PAGE.count("```explainer")  # a figure is one cache entry, all its scenarios together
     # Prose edit: no figure recomputed.
@@ -111,8 +110,7 @@ def test_a_copy_of_the_project_reads_the_real_sites_cache(project, tmp_path):
     """Keys hash the code's and the catalogue's contents, not where they lie: a scratch copy with
     its own copy of the code, started on the cache the real site's build filled, computes no
     figure (the scratch projects of the other tests rely on this to start warm)."""
-    for package in ("models", "explainer_gen"):
-        shutil.copytree(REPO / package, project / package, ignore=shutil.ignore_patterns("__pycache__"))
+    copy_code(project)
     assert computed_by_build(project, tmp_path / "s1") == 0
 
 

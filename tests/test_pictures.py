@@ -299,11 +299,7 @@ def page_is_clean(page, watch, path: str, axe=None) -> list[str]:
     """What went wrong on the page as loaded and with its figures live: nothing logged, failed or
     fetched from another host (then the watch leaves the page for the next one); with `axe`, no
     accessibility violation, and every live view a named image."""
-    problems = []
-    try:
-        watch.assert_clean()
-    except AssertionError as exc:
-        problems.append(f"{path}: {exc}")
+    problems = [f"{path}: {found}" for found in watch.problems()]
     watch.leave()
     if axe is not None:
         result = axe.run(page)
@@ -752,9 +748,9 @@ def test_without_javascript_each_figure_displays_one_picture_and_its_table(site,
 def printed_problems(page, path: str) -> list[str]:
     """The page printed after its figures went live (the walk of test 1 on a desktop screen, in
     either scheme): each figure displays its static picture, in the light palette (the print
-    style sheet sets it in both schemes), and its table's summary, and no live view or control. The print CSS leaves
-    <details> alone, so a printed page shows the table only if the reader opened it. The page
-    goes back to the screen after."""
+    style sheet sets it in both schemes), and its table's summary, and no live view or control.
+    The print CSS leaves <details> alone, so a printed page shows the table only if the reader
+    opened it. The page goes back to the screen after."""
     figures = page.locator(".eg-figure[data-eg-figure]")
     if not figures.count():
         return []

@@ -21,7 +21,7 @@ import urllib.request
 
 import pytest
 
-from helpers import MKDOCS, REPO, copy_project, env
+from helpers import MKDOCS, copy_code, copy_project, env
 
 # The speculative page's "the reads take 10.4 ms": the weight read and the cache read of one step.
 STEP = re.compile(r'reads take <span class="eg-num"[^>]*>([^<]+)</span>')
@@ -36,10 +36,7 @@ def step_ms(html: str) -> float:
 
 @pytest.fixture
 def project(tmp_path, warm_cache):
-    root = copy_project(tmp_path / "project", warm_cache)
-    for package in ("models", "explainer_gen"):
-        shutil.copytree(REPO / package, root / package, ignore=shutil.ignore_patterns("__pycache__"))
-    return root
+    return copy_code(copy_project(tmp_path / "project", warm_cache))
 
 
 def test_an_edit_to_model_code_shows_under_serve_and_is_never_cached_under_the_old_code(project, tmp_path):

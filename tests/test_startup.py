@@ -88,11 +88,11 @@ window.__late = [];
 
 
 def late_changes(browser, url: str, **options) -> list[str]:
-    return late_changes_of(browser, [url], **options)[url]
+    return late_changes_of(browser, [url], **options)[url][0]
 
 
-def late_changes_of(browser, urls: list[str], init: str = "", **options) -> dict[str, list[str]]:
-    """LATE_CHANGES' record of each page, each loaded in a new context (a first visit, or the
+def late_changes_of(browser, urls: list[str], init: str = "", **options) -> dict[str, tuple[list[str], str]]:
+    """LATE_CHANGES' record of each page and the scheme it ended in, each loaded in a new context (a first visit, or the
     storage `init` sets) and watched for at least a second after its load, which gives the theme's
     deferred steps (its transition guard) time to run. The pages are loaded one after another and
     stay open side by side (each is visible and has focus in its own context), so their seconds
@@ -106,8 +106,8 @@ def late_changes_of(browser, urls: list[str], init: str = "", **options) -> dict
     found = {}
     for url, context, page in opened:
         assert page.evaluate("() => !!window.document$"), f"the theme's bundle did not start on {url}"
-        found[url] = page.evaluate("() => window.__late")
-        found[url + " scheme"] = page.evaluate("() => document.body.getAttribute('data-md-color-scheme')")
+        found[url] = (page.evaluate("() => window.__late"),
+                      page.evaluate("() => document.body.getAttribute('data-md-color-scheme')"))
         context.close()
     return found
 
@@ -119,7 +119,7 @@ def test_theme_start_up_changes_nothing_the_page_is_styled_by(browser, base_url,
     urls = [base_url + path for path in site_pages(site)]
     for scheme in ("light", "dark"):
         found = late_changes_of(browser, urls, scheme=scheme)
-        assert {url: found[url] for url in urls} == {url: [] for url in urls}, scheme
+        assert {url: late for url, (late, _) in found.items()} == {url: [] for url in urls}, scheme
     # A stored choice opposite to the system's: the page starts in it, and still nothing changes.
     context, page = open_page(browser, base_url, scheme="light")
     page.goto(base_url)
@@ -129,9 +129,7 @@ def test_theme_start_up_changes_nothing_the_page_is_styled_by(browser, base_url,
     restore = f"for (const [k, v] of {storage}) localStorage.setItem(k, v);"
     urls = [base_url + path for path in figure_pages(site)[:2]]
     found = late_changes_of(browser, urls, scheme="light", init=restore)
-    for url in urls:
-        assert found[url + " scheme"] == "slate", url
-        assert found[url] == [], url
+    assert found == {url: ([], "slate") for url in urls}
 
 
 def test_negative_control_the_theme_alone_changes_them(browser, base_url, site):
