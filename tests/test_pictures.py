@@ -20,12 +20,13 @@ stayed green. So nothing here asks whether an element exists: it asks what is di
 """
 from __future__ import annotations
 
-import base64
+import io
 import re
 from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from explainer_gen.theme import FONT_FAMILY, PALETTE
@@ -167,10 +168,10 @@ def scheme_colours(fig, index: int) -> list[str]:
 def screenshot_rgb(page, clip: dict) -> np.ndarray:
     """A region of the page (CSS pixels) as displayed: an RGB array at the screen's resolution."""
     png = page.screenshot(clip=clip, animations="disabled")
-    # Decoded by Chromium (no image library in the test dependencies), in the same page: a
-    # second page would be in front, and Chromium would throttle this one's frames.
-    w, h, raw = page.evaluate(DECODE, base64.b64encode(png).decode())
-    return np.frombuffer(base64.b64decode(raw), np.uint8).reshape(h, w, 4)[..., :3].astype(np.int16)
+    # The PNG's samples as stored, with no colour management (Chromium writes sRGB, which the
+    # page's colours are in): what the screen displays, pixel for pixel.
+    with Image.open(io.BytesIO(png)) as image:
+        return np.asarray(image.convert("RGB")).astype(np.int16)
 
 
 def live_label_colour(page, fig, role: str = "axis-label") -> tuple[set[str], str | None]:
@@ -514,18 +515,6 @@ REGION = """f => {
   scrollBy(0, first.top - 4);
   return union();
 }"""
-
-DECODE = """async b64 => {
-  const png = Uint8Array.from(atob(b64), c => c.charCodeAt(0));
-  const bmp = await createImageBitmap(new Blob([png], {type: 'image/png'}),
-                                      {colorSpaceConversion: 'none', premultiplyAlpha: 'none'});
-  const canvas = new OffscreenCanvas(bmp.width, bmp.height), g = canvas.getContext('2d');
-  g.drawImage(bmp, 0, 0);
-  const rgba = g.getImageData(0, 0, bmp.width, bmp.height).data;
-  const url = await new Promise(ok => { const r = new FileReader(); r.onload = () => ok(r.result); r.readAsDataURL(new Blob([rgba])); });
-  return [bmp.width, bmp.height, url.slice(url.indexOf(',') + 1)];
-}"""
-
 
 def capture(page, fig) -> np.ndarray:
     """The region of the page that the figure's displayed pictures cover, as an RGB array."""
