@@ -52,7 +52,44 @@ def heading(site: Path, path: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", inner)).strip()[:30]
 
 
-def test_instant_navigation_renders_each_figure_once(browser, base_url, site):
+def keyboard_moves_every_control(page, path: str) -> None:
+    """On the page as shown, with its figures live: Tab reaches every control of its figures and
+    its switches, each has a visible label, and an arrow key moves it."""
+    controls = page.locator(".eg-figure input[type=range], .eg-scenario select")
+    assert page.locator(".eg-view input").count() == 0  # every control is the page's own
+    total = controls.count()
+    assert total > 0, path
+    reached = set()
+    page.locator("body").focus()
+    for _ in range(400):
+        page.keyboard.press("Tab")
+        index = page.evaluate("() => { const all = [...document.querySelectorAll("
+                              "'.eg-figure input[type=range], .eg-scenario select')];"
+                              " return all.indexOf(document.activeElement); }")
+        if index >= 0 and index not in reached:
+            reached.add(index)
+            control = controls.nth(index)
+            name = control.evaluate("e => e.labels && e.labels[0] ? e.labels[0].innerText.trim() : ''")
+            assert name, f"control {index} on {path} has no visible label"
+            before = control.input_value()
+            key = "ArrowRight" if control.evaluate("e => e.tagName") == "INPUT" else "ArrowDown"
+            if control.evaluate("e => e.tagName === 'INPUT' && +e.value >= +e.max"):
+                key = "ArrowLeft"
+            # A select skips greyed-out choices: go up where nothing below can be chosen.
+            if control.evaluate("e => e.tagName === 'SELECT' && "
+                                "![...e.options].slice(e.selectedIndex + 1).some(o => !o.disabled)"):
+                key = "ArrowUp"
+            page.keyboard.press(key)
+            assert control.input_value() != before, (path, name)
+        if len(reached) == total:
+            break
+    assert len(reached) == total, (path, total, sorted(reached))
+
+
+def test_instant_navigation_renders_each_figure_once_and_the_keyboard_moves_every_control(browser, base_url, site):
+    """A reader's walk over every figure page through the theme's instant navigation: each page's
+    figures are drawn once, with Vega loaded once a tab, and on each page's first visit the
+    keyboard reaches and moves every control; after the walk the sliders still drive the figures."""
     figs = figure_pages(site)
     assert len(figs) >= 2
     context = browser.new_context()
@@ -60,6 +97,8 @@ def test_instant_navigation_renders_each_figure_once(browser, base_url, site):
     watch = PageWatch(page, base_url.split("/")[2])
     page.goto(base_url + figs[0])
     wait_for_figures(page)
+    keyboard_moves_every_control(page, figs[0])
+    moved = {figs[0]}
     # End on a page whose figures have sliders (the KV page's follow the switch alone).
     last = next(p for p in figs if 'type="range"' in (site / p / "index.html").read_text())
     for path in figs[1:] + [figs[0]] + figs[1:2] + [last]:
@@ -77,6 +116,10 @@ def test_instant_navigation_renders_each_figure_once(browser, base_url, site):
             assert fig.locator(".eg-controls input[type=range]").count() == fig.locator(".eg-controls .eg-slider").count()
         assert page.evaluate("() => window.explainerGen.figures().length") == n
         assert page.evaluate(FETCHED, "/vega-") == 1  # the bundle loaded once per tab
+        if path not in moved:  # on each page's first visit, the keyboard reaches every control
+            keyboard_moves_every_control(page, path)
+            moved.add(path)
+    assert moved == set(figs)
     # Sliders still drive the figures after all that navigation.
     slider = page.locator(".eg-figure.eg-live input[type=range]").first
     anchor = slider.evaluate("e => e.closest('.eg-figure').id")
@@ -122,45 +165,6 @@ def test_palette_toggle_rethemes_without_reload(browser, base_url, site):
         assert fig.locator(".eg-view .marks").count() == 1
         fills, drawn = live_label_colour(page, fig)
         assert fills == {DARK_FG} and drawn == DARK_FG, (fig.get_attribute("id"), fills, drawn)
-    context.close()
-
-
-def test_keyboard_reaches_and_moves_every_control(browser, base_url, site):
-    context = browser.new_context()
-    for path in figure_pages(site):
-        page = context.new_page()
-        page.goto(base_url + path)
-        wait_for_figures(page)
-        controls = page.locator(".eg-figure input[type=range], .eg-scenario select")
-        assert page.locator(".eg-view input").count() == 0  # every control is the page's own
-        total = controls.count()
-        assert total > 0
-        reached = set()
-        page.locator("body").focus()
-        for _ in range(400):
-            page.keyboard.press("Tab")
-            index = page.evaluate("() => { const all = [...document.querySelectorAll("
-                                  "'.eg-figure input[type=range], .eg-scenario select')];"
-                                  " return all.indexOf(document.activeElement); }")
-            if index >= 0 and index not in reached:
-                reached.add(index)
-                control = controls.nth(index)
-                name = control.evaluate("e => e.labels && e.labels[0] ? e.labels[0].innerText.trim() : ''")
-                assert name, f"control {index} on {path} has no visible label"
-                before = control.input_value()
-                key = "ArrowRight" if control.evaluate("e => e.tagName") == "INPUT" else "ArrowDown"
-                if control.evaluate("e => e.tagName === 'INPUT' && +e.value >= +e.max"):
-                    key = "ArrowLeft"
-                # A select skips greyed-out choices: go up where nothing below can be chosen.
-                if control.evaluate("e => e.tagName === 'SELECT' && "
-                                    "![...e.options].slice(e.selectedIndex + 1).some(o => !o.disabled)"):
-                    key = "ArrowUp"
-                page.keyboard.press(key)
-                assert control.input_value() != before, (path, name)
-            if len(reached) == total:
-                break
-        assert len(reached) == total, (path, total, sorted(reached))
-        page.close()
     context.close()
 
 
