@@ -3,7 +3,7 @@
 The MkDocs plugin reaches the models and the generator only through this module, so that one
 long-lived process (`mkdocs serve`) can load a fresh copy when their code changes on disk, and
 so that the cache is keyed by the code that actually ran, never by files edited after loading
-(see `fresh` below and cache.code_fingerprint).
+(see `fresh` below and compute/codegraph.py).
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from .client import contract  # noqa: E402,F401
 from .render import mathml, superfence  # noqa: E402,F401
 from .compute.artifacts import FigureArtifacts, FigureRequest, build_figure  # noqa: E402,F401
 from .compute.cache import MODELS_ROOT, PACKAGE_ROOT  # noqa: E402,F401
+from .compute.codegraph import CodeGraph, CodeKeys  # noqa: E402
 from .markdown_ext import ExplainerExtension  # noqa: E402,F401
 from .site import CSS_PATH, Memory, PageSource, SiteBuild  # noqa: E402,F401
 from .compute.workers import default_workers  # noqa: E402,F401
@@ -32,14 +33,22 @@ _after = cache.source_hashes()
 SOURCES: dict[str, str] | None = _before if _before == _after else None
 del _before, _after
 
+# Which code each result runs (compute/codegraph.py), read from the files as they were loaded:
+# a file whose hash differs from SOURCES' changed since, and the core is not used.
+_graph = CodeGraph.scan([MODELS_ROOT, PACKAGE_ROOT])
+if SOURCES is not None and any(SOURCES.get(path) != digest for path, digest in _graph.digests().items()):
+    SOURCES = None
+CODE: CodeKeys | None = CodeKeys(_graph, cache.library_versions()) if SOURCES is not None else None
+del _graph
+
 # Modules that are never loaded again: MkDocs holds the plugin class and its config schema.
 _KEPT = ("explainer_gen.plugin", "explainer_gen.config")
 
 
 def code_fingerprint() -> str:
-    """The cache key's part for code, from the code this module loaded."""
-    assert SOURCES is not None, "core.fresh() hands out only a core whose sources are known"
-    return cache.code_fingerprint(SOURCES)
+    """The hash of all the code this module loaded (each result's key holds only its own code's: CODE)."""
+    assert SOURCES is not None and CODE is not None, "core.fresh() hands out only a core whose sources are known"
+    return CODE.fingerprint
 
 
 def is_current() -> bool:

@@ -63,7 +63,7 @@ def collect(config_file: Path):
     site = core.SiteBuild(
         root=root, docs_dir=docs, catalogue_path=Path(opts.catalogue or core.CATALOGUE_PATH),
         cache_dir=root / opts.cache_dir if opts.cache_dir else None, data_budget_kb=opts.data_budget_kb,
-        code_fingerprint=core.code_fingerprint(), workers=opts.workers or core.default_workers(), links="source")
+        code=core.CODE, workers=opts.workers or core.default_workers(), links="source")
     pages = []
     for path in sorted(docs.rglob("*.md")):
         src_uri = path.relative_to(docs).as_posix()
@@ -140,7 +140,7 @@ _Loader.add_constructor("!ENV", _env)
 _Loader.add_multi_constructor("tag:yaml.org,2002:python/name:", lambda loader, suffix, node: f"{_NAME}{suffix}")
 
 
-def build(config_file: Path, zensical: str = "zensical", site_dir: Path | None = None) -> int:
+def build(config_file: Path, zensical: str = "zensical", site_dir: Path | None = None, verbose: bool = False) -> int:
     """The three steps; 0 on success, 1 (with the message on stderr) on any failure."""
     from mkdocs.structure.files import File
 
@@ -176,9 +176,12 @@ def build(config_file: Path, zensical: str = "zensical", site_dir: Path | None =
         staging.discard()
         return 1
     staging.commit()
+    for line in site.timing.computed_figures() if verbose else ():
+        print(f"explainer: {line}", file=sys.stderr)
+    print(f"explainer: {site.timing.summary()}", file=sys.stderr)
     dropped = site.tidy_cache(cfg.plugins["explainer"].config.cache_keep_days)
     if dropped:
-        print(dropped, file=sys.stderr)
+        print(f"explainer: {dropped}", file=sys.stderr)
     return 0
 
 
@@ -339,10 +342,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-a", "--dev-addr", default="127.0.0.1:8000", help="where `serve` serves the site")
     ap.add_argument("--zensical", default=str(Path(sys.executable).with_name("zensical")),
                     help="the zensical command (default: the one beside this Python)")
+    ap.add_argument("-v", "--verbose", action="store_true", help="name each figure `build` computes, and why")
     args = ap.parse_args(argv)
     if args.command == "serve":
         return serve(Path(args.config_file), args.zensical, args.dev_addr)
-    return build(Path(args.config_file), args.zensical, args.site_dir)
+    return build(Path(args.config_file), args.zensical, args.site_dir, args.verbose)
 
 
 if __name__ == "__main__":

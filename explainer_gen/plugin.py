@@ -19,7 +19,8 @@ from mkdocs.structure.files import File, Files
 
 from .config import ExplainerConfig
 
-log = get_plugin_logger(__name__)
+# Its lines read "INFO    -  explainer: ...", as the build's summary line is specified (issue 31).
+log = get_plugin_logger("explainer")
 
 
 class ExplainerPlugin(BasePlugin[ExplainerConfig]):
@@ -66,7 +67,7 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
         self.site = self.core.SiteBuild(
             root=self.root, docs_dir=Path(config.docs_dir), catalogue_path=self.catalogue_path,
             cache_dir=self.root / self.config.cache_dir if self.config.cache_dir else None,
-            data_budget_kb=self.config.data_budget_kb, code_fingerprint=self.core.code_fingerprint(),
+            data_budget_kb=self.config.data_budget_kb, code=self.core.CODE,
             memory=self.memory, workers=self.config.workers or self.core.default_workers())
         pages = [self.core.PageSource(f.src_uri, self._display_path(f), f.url, f.content_string)
                  for f in files.documentation_pages()]
@@ -75,7 +76,7 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
         except self.core.SourceError as exc:
             raise PluginError(f"explainer: {exc}") from None
         if self.site.timing.workers:
-            log.info(f"explainer: {self.site.timing.worker_pages} pages computed by {self.site.timing.workers} "
+            log.info(f"{self.site.timing.worker_pages} pages computed by {self.site.timing.workers} "
                      "worker processes")
         for path, content in generated.items():
             files.append(File.generated(config, path, abs_src_path=str(content)) if isinstance(content, Path)
@@ -102,6 +103,10 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
         return self.site.finish_page(template_name, output_content)
 
     def on_post_build(self, *, config: MkDocsConfig) -> None:
+        if self.config.enabled and self.site is not None:  # every build's, `mkdocs serve`'s rebuilds too
+            for line in self.site.timing.computed_figures():  # with --verbose
+                log.debug(line)
+            log.info(self.site.timing.summary())
         if self.staging is None:
             return
         logging.getLogger("mkdocs").removeHandler(self.warnings)

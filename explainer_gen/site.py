@@ -18,6 +18,7 @@ the pages computed, and `timing`.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import json
@@ -34,6 +35,7 @@ from . import theme
 from .compute.artifacts import FigureArtifacts, build_figure, dumps, site_files
 from .client.bundle import javascript_bundle, short_hash
 from .compute.cache import PACKAGE_ROOT, DiskCache, digest
+from .compute.codegraph import CodeKeys
 from .sources.crossref import CrossRefs, Source
 from .render.feed import ATOM_PATH
 from .render.blocks import figure_html, page_root_html, place_pictures, static_picture
@@ -104,10 +106,11 @@ def relative_url(target: str, page_url: str) -> str:
 
 
 class SiteBuild:
-    """The store of one build. `code_fingerprint` hashes the code that computes (core.py)."""
+    """The store of one build. `code` gives the hashes of the code each result runs (core.CODE,
+    compute/codegraph.py)."""
 
     def __init__(self, *, root: Path, docs_dir: Path, catalogue_path: Path, cache_dir: Path | None,
-                 data_budget_kb: int, code_fingerprint: str, memory: Memory | None = None, workers: int = 1,
+                 data_budget_kb: int, code: CodeKeys, memory: Memory | None = None, workers: int = 1,
                  links: str = "page"):
         self.root, self.docs_dir, self.catalogue_path = root, docs_dir, Path(catalogue_path)
         # What the `href` and `src` the build writes into a page are relative to: the page's URL
@@ -120,7 +123,7 @@ class SiteBuild:
         self.cache = DiskCache(cache_dir)
         self.budget = data_budget_kb * 1000
         self.workers = workers  # processes that compute pages side by side (needs the disk cache)
-        self.code_fingerprint = code_fingerprint
+        self.code = code
         self.memory = memory or Memory()
         # A build that starts with decoded entries in memory (`mkdocs serve`) reads some of what it
         # uses from there, which the disk cache never sees: it cannot tell what is unused.
@@ -134,6 +137,7 @@ class SiteBuild:
         self.files: dict[str, Generated] = {}
         self.chrome = Chrome.read()  # a build's own copy: `mkdocs serve` sees edited scripts
         self._by_body: dict[str, list[str]] = {}    # digest of a page's Markdown body -> src_uris
+        self._results: tuple[dict, set] | None = None  # what the page being built reads (_reading)
 
     # -- 1. collect -----------------------------------------------------------------------------
     def collect(self, pages: list[PageSource], nav: list[str] = (), site_name: str = "",
@@ -161,6 +165,10 @@ class SiteBuild:
             # this process (`mkdocs serve`) is not read again.
             page_key = self._page_key(p)
             page = self.memory.get("page", page_key) or self.compute_page(p)
+            # What the page's figures and numbers are, for the build's summary (Timing.summary).
+            placed, numbers = self.memory.get("page-results", page_key)
+            self.timing.placed.update(placed)
+            self.timing.numbers_used.update(numbers)
             if not page.live and not page.numbers:
                 continue
             self.pages[p.src_uri] = page
@@ -180,18 +188,25 @@ class SiteBuild:
         return load_catalogue(self.catalogue_path)
 
     @functools.cached_property
+    def inputs(self) -> str:
+        """What decides every result besides its request and its code: the catalogue (read once a build)."""
+        return digest(self.catalogue_path.read_text(encoding="utf-8"))
+
+    @functools.cached_property
     def fingerprint(self) -> str:
-        """What decides every result besides its request: the code and the catalogue (read once a build)."""
-        return digest(self.code_fingerprint, self.catalogue_path.read_text(encoding="utf-8"))
+        """What decides all of a page's results together: all their code, and the catalogue."""
+        return digest(self.code.fingerprint, self.inputs)
 
     def _page_key(self, p: PageSource) -> str:
         return digest(self.fingerprint, self.budget, p.path, p.text)
 
-    def _keep_page(self, p: PageSource, page: PageBuild) -> None:
-        """Record a page computed in full: this process keeps it, and the disk cache records that
-        it is complete, so no later build hands it to a worker again."""
+    def _keep_page(self, p: PageSource, page: PageBuild, results: tuple[dict, set]) -> None:
+        """Record a page computed in full: this process keeps it, with the keys of its `results`
+        (`_reading`), and the disk cache records that it is complete, so no later build hands it to
+        a worker again."""
         key = self._page_key(p)
         self.memory.put("page", key, page)
+        self.memory.put("page-results", key, results)
         if self.cache.path("pages", key) is None:
             self.cache.put("pages", key, "complete")
 
@@ -211,12 +226,23 @@ class SiteBuild:
         def number(identity, make):
             mine = share is None or share == workers.NUMBERS
             return self._number(identity, make) if mine else workers.ELSEWHERE_NUMBER
-        page = build_page(p.text, p.path, self.catalogue, figure, self.budget, number, self.timing)
+        with self._reading() as results:
+            page = build_page(p.text, p.path, self.catalogue, figure, self.budget, number, self.timing)
         if share is not None and 0 <= share < len(page.figures):
             self._figure_files(page.figures[share])  # its site files too, into the cache
         if share is None:
-            self._keep_page(p, page)
+            self._keep_page(p, page, results)
         return page
+
+    @contextlib.contextmanager
+    def _reading(self):
+        """The results a page reads while it is built: (file, line) of each figure -> its key, and
+        each number's key."""
+        self._results = results = ({}, set())
+        try:
+            yield results
+        finally:
+            self._results = None
 
     def _in_parallel(self, pages: list[PageSource]) -> None:
         """Hand the pages that have work to do (figures or numbers, and nothing cached) to worker
@@ -227,14 +253,13 @@ class SiteBuild:
                 and self.memory.get("page", self._page_key(p)) is None
                 and self.cache.path("pages", self._page_key(p)) is None]
         jobs = [workers.PageJob(str(self.root), str(self.docs_dir), str(self.catalogue_path), str(self.cache.root),
-                                self.budget // 1000, self.code_fingerprint, p.src_uri, p.path, p.url, p.text, share)
+                                self.budget // 1000, self.code.fingerprint, p.src_uri, p.path, p.url, p.text, share)
                 for p in todo for share in self._uncached_shares(p)]
         if len(jobs) < workers.MIN_JOBS:
             return
         self.timing.workers = min(self.workers, len(jobs))
         for result in workers.run(jobs, self.timing.workers):
-            self.timing.figures_computed += result.get("figures_computed", 0)
-            self.timing.add(result.get("seconds", {}))
+            self.timing.merge(result)
         self.timing.worker_pages = len({job.src_uri for job in jobs})
 
     def _uncached_shares(self, p: PageSource) -> list[int]:
@@ -260,11 +285,12 @@ class SiteBuild:
             missing.add(workers.NUMBERS)
             return workers.ELSEWHERE_NUMBER
         try:
-            page = build_page(p.text, p.path, self.catalogue, figure, self.budget, number)
+            with self._reading() as results:
+                page = build_page(p.text, p.path, self.catalogue, figure, self.budget, number)
         except SourceError:
             return []  # the build's own pass reports it, with its file and line
         if not missing:
-            self._keep_page(p, page)
+            self._keep_page(p, page, results)
         return sorted(missing)
 
     def _add(self, path: str, content: Generated) -> str:
@@ -287,21 +313,28 @@ class SiteBuild:
         return value
 
     def _figure_key(self, req) -> str:
-        return digest(self.fingerprint, req.identity())
+        """The request, the catalogue, and the code a figure of its kind runs (not all the code)."""
+        return digest(self.inputs, self.code.figure(req.kind), req.identity())
 
     def _number_key(self, identity: dict) -> str:
-        return digest(self.fingerprint, identity)
+        """The number, the catalogue, and the code that evaluates it and the terms it calls."""
+        return digest(self.inputs, self.code.number(identity["expr"]), identity)
 
     def _figure(self, req) -> FigureArtifacts:
         """The figure's artefacts: in full when computed now, else the light part the HTML needs."""
         key = self._figure_key(req)
+        if self._results is not None:
+            self._results[0][(req.path, req.line)] = key
 
         def make() -> FigureArtifacts:
+            self.timing.computed[key] = [req.path, req.line, self._reason(req)]
             artifacts = build_figure(req, self.catalogue, self.timing)
             artifacts.key = key
             self.cache.put("figures", key, dumps(artifacts.to_json()))  # the heavy part, for new pages
             return artifacts
-        return self._remember("figure-meta", key, make, FigureArtifacts.light_json, FigureArtifacts.from_json)
+        artifacts = self._remember("figure-meta", key, make, FigureArtifacts.light_json, FigureArtifacts.from_json)
+        self._reason(req)  # read from the cache, or computed elsewhere: the record is this figure's now
+        return artifacts
 
     def _heavy(self, fig) -> FigureArtifacts:
         """Spec, data and images for a figure read back light: from the cache, else recomputed."""
@@ -314,11 +347,33 @@ class SiteBuild:
         artifacts.key = fig.artifacts.key
         return artifacts
 
+    def _reason(self, req) -> str:
+        """Why the figure `req` is computed (timing.REASONS), from the record the last build that
+        placed a figure of its kind and caption on its page left; leaves this one's. A record
+        already this one's is only marked used (so the cache's sweep keeps it)."""
+        code, data = self.code.figure(req.kind)
+        now = dumps({"code": code, "inputs": digest(self.inputs, data, req.identity())})
+        place = digest(req.path, req.kind, req.caption)
+        last = self.memory.get("placed", place)
+        if last != now or self.cache.path("placed", place) is None:
+            last = self.cache.get("placed", place)
+            if last != now:
+                self.cache.put("placed", place, now)
+            self.memory.put("placed", place, now)
+        if last is None:
+            return "new"
+        return "code changed" if json.loads(last)["code"] != code else "inputs changed"
+
     def _number(self, identity: dict, make) -> NumberResult:
+        key = self._number_key(identity)
+        if self._results is not None:
+            self._results[1].add(key)
+
         def timed() -> NumberResult:  # the phase "numbers", the models' share apart (compute/timing.py)
+            self.timing.numbers_computed.add(key)
             with self.timing.phase("numbers"):
                 return make()
-        return self._remember("numbers", self._number_key(identity), timed, vars, lambda d: NumberResult(**d))
+        return self._remember("numbers", key, timed, vars, lambda d: NumberResult(**d))
 
     def _figure_files(self, fig) -> dict[str, str]:
         """Add the figure's JSON, variant data and CSV; names hash what decides them.
@@ -358,14 +413,14 @@ class SiteBuild:
     def tidy_cache(self, keep_days: float) -> str:
         """After a whole build that succeeded: drop the disk cache's entries that neither this build
         nor any other for `keep_days` days has used (`DiskCache.sweep`). Returns what went, in a
-        sentence for the host to show ("" if nothing).
+        sentence for the host to show after "explainer: " ("" if nothing).
 
         What workers computed counts as used: this process reads all of it back (`collect`). A build
         that read entries from memory drops nothing."""
         if not self._disk_sees_all:
             return ""
         removed, freed = self.cache.sweep(self.cache.used, keep_days * 86400.0)
-        return (f"explainer: dropped {removed} cache entries ({freed / 1e6:.1f} MB) that no build has used "
+        return (f"dropped {removed} cache entries ({freed / 1e6:.1f} MB) that no build has used "
                 f"for {keep_days:g} days" if removed else "")
 
     # -- 2. render (called by the Markdown extension) -------------------------------------------

@@ -20,15 +20,29 @@ from helpers import MKDOCS, REPO, copy_code, copy_project, env, mkdocs_build, sc
 CATALOGUE = REPO / "models" / "catalogue.yaml"
 
 
-def computed_by_build(project: Path, site: Path) -> int:
+SUMMARY = re.compile(r"INFO +- +explainer: (\d+) figures? computed \((\d+) new, (\d+) code changed, (\d+) inputs "
+                     r"changed\), (\d+) read from the cache; (\d+) numbers? computed, (\d+) read from the cache$", re.M)
+
+
+def computed_by_build(project: Path, site: Path, why: str | None = None) -> int:
     """Build the project with its own copy of the code (first on PYTHONPATH) in a new process;
-    returns how many figures the models computed: the figure entries it added to the cache."""
+    returns how many figures the models computed: the figure entries it added to the cache. The
+    build's summary line must say as many, all of them for the reason `why` if given, and count
+    every figure of the project."""
     figures = project / ".cache" / "explainer" / "figures"
     before = set(figures.glob("*")) if figures.exists() else set()
-    result = subprocess.run(MKDOCS + ["build", "-q", "-d", str(site)], cwd=project, capture_output=True, text=True,
+    result = subprocess.run(MKDOCS + ["build", "-d", str(site)], cwd=project, capture_output=True, text=True,
                             env={**env(), "PYTHONPATH": str(project)})
     assert result.returncode == 0, result.stderr
-    return len(set(figures.glob("*")) - before)
+    computed = len(set(figures.glob("*")) - before)
+    summary = SUMMARY.findall(result.stderr)
+    assert len(summary) == 1, result.stderr
+    n, new, code, inputs, cached, _, _ = map(int, summary[0])
+    placed = sum(p.read_text().count("```explainer") for p in (project / "docs").rglob("*.md"))
+    assert n == computed == new + code + inputs and n + cached == placed, (computed, placed, summary)
+    if why is not None:
+        assert {"new": new, "code changed": code, "inputs changed": inputs}[why] == n, (why, summary)
+    return computed
 
 
 @pytest.fixture
@@ -74,7 +88,7 @@ def test_cache_recomputes_only_what_changed(tmp_path):
         "site_name: cache test\ntheme: {name: material, font: false}\n"
         "plugins: [{explainer: {catalogue: catalogue.yaml}}]\n")
     copy_code(project)
-    first = computed_by_build(project, tmp_path / "s1")
+    first = computed_by_build(project, tmp_path / "s1", "new")
     assert first == SMALL_PAGE.count("```explainer")  # a figure is one cache entry, all its scenarios together
     # Prose edit: no figure recomputed.
     page = project / "docs/page.md"
@@ -83,27 +97,29 @@ def test_cache_recomputes_only_what_changed(tmp_path):
     # One figure's parameters: that figure alone.
     text = page.read_text()
     page.write_text(text.replace("figure: speedup-vs-batch\n", "figure: speedup-vs-batch\nsliders:\n  a: {default: 0.7}\n", 1))
-    assert computed_by_build(project, tmp_path / "s3") == 1
+    assert computed_by_build(project, tmp_path / "s3", "inputs changed") == 1
     # The catalogue: every figure that reads it.
     cat = project / "catalogue.yaml"
     cat.write_text(cat.read_text().replace("bandwidth_tbps: 3.35", "bandwidth_tbps: 3.36", 1))
-    assert computed_by_build(project, tmp_path / "s4") == first
+    assert computed_by_build(project, tmp_path / "s4", "inputs changed") == first
     assert computed_by_build(project, tmp_path / "s5") == 0  # same sources, same keys
     def edit(path):
         assert path.is_file(), path  # an edit to a file that exists, not a new file
         with open(path, "a") as fh:
             fh.write("\n# an edit\n")
-    # A model's source: everything again (the fingerprint hashes the model sources).
+    # A model's source: the figures whose code imports it, here all three (every figure is drawn
+    # through the roofline model: compute/codegraph.py; test_codegraph checks each module).
     edit(project / "models" / "roofline.py")
-    assert computed_by_build(project, tmp_path / "s6") == first
-    # The models' data (the papers' published tables) counts as their source.
+    assert computed_by_build(project, tmp_path / "s6", "code changed") == first
+    # The models' data: the papers' published tables, which models/papers.py reads, are read by
+    # the step-time figure's code alone.
     edit(project / "models" / "published.yaml")
-    assert computed_by_build(project, tmp_path / "s6b") == first
-    # The generator: its HTML and hooks recompute nothing; a figure kind's code does.
+    assert computed_by_build(project, tmp_path / "s6b", "inputs changed") == 1
+    # The generator: its HTML and hooks recompute nothing; a figure kind's code, its figures.
     edit(project / "explainer_gen" / "render" / "blocks.py")
     assert computed_by_build(project, tmp_path / "s7") == 0
     edit(project / "explainer_gen" / "compute" / "figures" / "speedup.py")
-    assert computed_by_build(project, tmp_path / "s8") == first
+    assert computed_by_build(project, tmp_path / "s8", "code changed") == 1
 
 
 def test_a_copy_of_the_project_reads_the_real_sites_cache(project, tmp_path):

@@ -35,7 +35,7 @@ figure: speedup-vs-batch
 def site(tmp_path):
     docs = scratch_docs(tmp_path, {"step.md": PAGE})
     build = SiteBuild(root=tmp_path, docs_dir=docs, catalogue_path=REPO / "models" / "catalogue.yaml",
-                      cache_dir=None, data_budget_kb=100, code_fingerprint=core.code_fingerprint())
+                      cache_dir=None, data_budget_kb=100, code=core.CODE)
     files = build.collect([PageSource("step.md", "docs/step.md", "step/", PAGE)])
     return build, files
 
@@ -113,7 +113,7 @@ def test_each_markdown_table_gets_a_box_of_its_own(tmp_path):
     blocks (a note, a list) and HTML tables are left alone."""
     docs = scratch_docs(tmp_path, {"t.md": TABLES})
     build = SiteBuild(root=tmp_path, docs_dir=docs, catalogue_path=REPO / "models" / "catalogue.yaml",
-                      cache_dir=None, data_budget_kb=100, code_fingerprint=core.code_fingerprint())
+                      cache_dir=None, data_budget_kb=100, code=core.CODE)
     build.collect([PageSource("t.md", "docs/t.md", "t/", TABLES)])
     md = markdown.Markdown(extensions=[core.ExplainerExtension(build), "tables", "admonition", "md_in_html"])
     html = md.convert(TABLES)

@@ -38,7 +38,7 @@ figure: speedup-vs-batch
 def new_build(tmp_path, docs, workers: int = 1) -> SiteBuild:
     """A build as a new process makes it (its own memory), over the project's disk cache."""
     return SiteBuild(root=tmp_path, docs_dir=docs, catalogue_path=REPO / "models" / "catalogue.yaml",
-                     cache_dir=tmp_path / "cache", data_budget_kb=100, code_fingerprint=core.code_fingerprint(),
+                     cache_dir=tmp_path / "cache", data_budget_kb=100, code=core.CODE,
                      memory=Memory(), workers=workers)
 
 
@@ -153,7 +153,7 @@ def test_a_build_that_read_from_memory_drops_nothing(tmp_path):
     def build(text: str) -> SiteBuild:
         site = SiteBuild(root=tmp_path, docs_dir=docs, catalogue_path=REPO / "models" / "catalogue.yaml",
                          cache_dir=tmp_path / "cache", data_budget_kb=100,
-                         code_fingerprint=core.code_fingerprint(), memory=memory)
+                         code=core.CODE, memory=memory)
         site.collect([PageSource("step.md", "docs/step.md", "step/", text)])
         return site
 

@@ -1,7 +1,8 @@
 """A small on-disk cache for figure artefacts and the JS bundle.
 
-Keys hash everything that decides the output: the request, the catalogue text, the source
-of the models and of the figure code, and the versions of altair, vl-convert and this package.
+Keys hash everything that decides the output: the request, the catalogue text, the source of
+the code the result runs (compute/codegraph.py), and the versions of altair, vl-convert and this
+package.
 """
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import json
 import os
 import tempfile
 import time
-from fnmatch import fnmatch
 from importlib import metadata
 from pathlib import Path
 from stat import S_ISREG
@@ -42,12 +42,6 @@ def package_version(dist: str) -> str:
         return "unknown"
 
 
-# The generator code whose output is cached: figure kinds, artefacts, numbers and what they
-# read. Editing anything else (hooks, HTML, loader, cross-references) recomputes nothing.
-COMPUTING = ("compute/*.py", "compute/figures/*.py", "compute/vocabulary/*.py", "client/contract.py", "theme.py",
-             "sources/controls.py", "sources/markdown.py")
-
-
 def source_hashes() -> dict[str, str]:
     """sha256 of every Python and YAML file of the models and the generator (the models' YAML holds
     data they compute from, such as the papers' tables), as they are on disk now, by path relative
@@ -60,14 +54,9 @@ def source_hashes() -> dict[str, str]:
     return out
 
 
-def code_fingerprint(sources: dict[str, str]) -> str:
-    """The cache key's part for code: the models' and the computing modules' hashes in `sources`
-    (those of the code this process loaded, see core.py) and the library versions."""
-    computing = {f"{PACKAGE_ROOT.name}/{pattern}" for pattern in COMPUTING}
-    code = sorted((path, digest) for path, digest in sources.items()
-                  if path.startswith(MODELS_ROOT.name + "/") or any(fnmatch(path, c) for c in computing))
-    parts = {"code": code, "versions": [package_version(d) for d in ("altair", "vl-convert-python", "explainer-gen", "numpy")]}
-    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+def library_versions() -> list[str]:
+    """The versions of the libraries whose output is cached, and of this package."""
+    return [package_version(d) for d in ("altair", "vl-convert-python", "explainer-gen", "numpy")]
 
 
 def digest(*parts: object) -> str:

@@ -18,6 +18,15 @@ PHASES = {
 }
 
 
+# Why a figure was computed: no earlier build placed it; the code it runs changed; or its request,
+# the catalogue or a data file its code reads changed (compute/codegraph.py, site.SiteBuild._reason).
+REASONS = ("new", "code changed", "inputs changed")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 class Timing:
     """One build's count of figures run through the models (cache misses) and its seconds by phase
     (`PHASES`). The build owns one (site.SiteBuild.timing) and hands it down; workers send theirs
@@ -28,6 +37,34 @@ class Timing:
         self.figures_computed = 0
         self.worker_pages = self.workers = 0  # pages computed by worker processes, and how many ran
         self._open: list[list] = []  # [phase, since] of the phases entered and not yet left
+        # What the build says it did (`summary`): each figure fence it placed, (file, line) -> its
+        # cache key, and each number's key; the figures computed, key -> [file, line, reason], and
+        # the numbers computed, here or in a worker (whose results are merged in with `merge`).
+        self.placed: dict[tuple[str, int], str] = {}
+        self.numbers_used: set[str] = set()
+        self.computed: dict[str, list] = {}
+        self.numbers_computed: set[str] = set()
+
+    def merge(self, worker: dict) -> None:
+        """A worker's report (workers.compute_page): its seconds, and what it computed."""
+        self.figures_computed += worker.get("figures_computed", 0)
+        self.add(worker.get("seconds", {}))
+        self.computed.update(worker.get("computed", {}))
+        self.numbers_computed.update(worker.get("numbers_computed", ()))
+
+    def summary(self) -> str:
+        """One line (a host puts "explainer: " before it): the figures computed, by reason, and those read from the cache; the same for numbers."""
+        reasons = [self.computed[key][2] for key in self.placed.values() if key in self.computed]
+        figures = len(reasons)
+        numbers = len(self.numbers_used & self.numbers_computed)
+        by = ", ".join(f"{reasons.count(r)} {r}" for r in REASONS)
+        return (f"{_count(figures, 'figure')} computed ({by}), {len(self.placed) - figures} read from the "
+                f"cache; {_count(numbers, 'number')} computed, {len(self.numbers_used) - numbers} read from the cache")
+
+    def computed_figures(self) -> list[str]:
+        """One line per figure computed: where it is, and why."""
+        return [f"computed the figure at {path}:{line} ({self.computed[key][2]})"
+                for (path, line), key in sorted(self.placed.items()) if key in self.computed]
 
     @contextmanager
     def phase(self, name: str):

@@ -78,12 +78,13 @@ def compute_page(job: PageJob) -> dict:
         return {"skipped": "the code on disk is not the code the build loaded"}
     site = core.SiteBuild(root=Path(job.root), docs_dir=Path(job.docs_dir), catalogue_path=Path(job.catalogue_path),
                           cache_dir=Path(job.cache_dir), data_budget_kb=job.data_budget_kb,
-                          code_fingerprint=job.code_fingerprint)
+                          code=core.CODE)
     try:
         site.compute_page(core.PageSource(job.src_uri, job.path, job.url, job.text), job.share)
     except Exception as exc:  # noqa: BLE001  (the build recomputes the page and reports it properly)
         return {"skipped": f"{type(exc).__name__}: {exc}"}
-    return {"figures_computed": site.timing.figures_computed, "seconds": site.timing.seconds}
+    return {"figures_computed": site.timing.figures_computed, "seconds": site.timing.seconds,
+            "computed": site.timing.computed, "numbers_computed": sorted(site.timing.numbers_computed)}
 
 
 def run(jobs: list[PageJob], workers: int) -> list[dict]:

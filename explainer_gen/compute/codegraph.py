@@ -1,0 +1,222 @@
+"""Which code each result runs: the import graph of the models and the generator, read from source.
+
+A cache key holds the hashes of the code its result runs, and of nothing else, so that a save of
+`models/trees.py` recomputes what reads the tree model and leaves every other figure and number in
+the cache. That code is found, not listed by hand:
+
+- every module of `models/` and `explainer_gen/` is parsed (`ast`, as loaded: see core.py), and
+  each import it makes, at module level or inside a function, relative or absolute, becomes an
+  edge to the module it names (and to the packages around it, whose `__init__` runs first);
+- a module reads a data file of its package when its source names the file (a string such as
+  "published.yaml"); the file's hash goes with the module's;
+- a result's code is the closure of its entry modules: for a figure, the module that builds every
+  figure (`FIGURE_ENTRY`) and its figure kind's module; for an inline number, the modules that
+  parse and evaluate every number (`NUMBER_ENTRY`) and the modules that define the terms it calls.
+
+A registry imports every member to register it (the vocabulary's package imports every topic); a
+result does not run every member, so edges from a registry's package to its members are cut, and
+each result adds the members it uses by name.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# The modules every figure runs, and every inline number (their imports follow from the graph).
+FIGURE_ENTRY = ("explainer_gen.compute.artifacts",)
+NUMBER_ENTRY = ("explainer_gen.compute.numbers", "explainer_gen.compute.pages")
+STATE_ENTRY = ("explainer_gen.client.contract",)  # a page's state, which the browser reads
+DATA_SUFFIXES = (".yaml", ".yml", ".json", ".csv", ".bib")
+
+
+@dataclass(frozen=True)
+class Module:
+    name: str                 # dotted: "models.trees", "explainer_gen.compute" (a package's __init__)
+    path: str                 # relative to the folder that holds the packages: "models/trees.py"
+    digest: str               # sha256 of the source
+    imports: frozenset[str]   # modules it imports, anywhere in it, that are in the graph
+    data: frozenset[str]      # data files of its package it names, as relative paths
+
+
+def module_name(rel: str) -> str:
+    """'models/trees.py' -> 'models.trees'; 'explainer_gen/compute/__init__.py' -> 'explainer_gen.compute'."""
+    parts = rel[: -len(".py")].split("/")
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _parents(name: str) -> list[str]:
+    """The packages whose __init__ runs before `name`: 'a.b.c' -> ['a', 'a.b']."""
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def _imported(tree: ast.AST, name: str, is_package: bool) -> set[str]:
+    """Every module name an import in `tree` may load, resolved against module `name`."""
+    package = name if is_package else name.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
+                stem = ".".join(base + ([node.module] if node.module else []))
+            else:
+                stem = node.module or ""
+            out.add(stem)
+            # `from package import module` loads the submodule.
+            out.update(f"{stem}.{alias.name}" for alias in node.names if alias.name != "*")
+    return out
+
+
+def _named_files(tree: ast.AST) -> set[str]:
+    """The base names of data files the source names in a string."""
+    return {Path(node.value).name for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and node.value.endswith(DATA_SUFFIXES) and "\n" not in node.value}
+
+
+@dataclass
+class CodeGraph:
+    modules: dict[str, Module]
+    data: dict[str, str] = field(default_factory=dict)        # data file path -> sha256
+    cut: dict[str, frozenset[str]] = field(default_factory=dict)  # registry package -> members
+
+    @classmethod
+    def scan(cls, roots: list[Path], texts: dict[str, bytes] | None = None) -> "CodeGraph":
+        """The graph of every module under `roots` (package folders). `texts` maps a relative path
+        to its bytes as loaded; files not in it are read from disk."""
+        texts = dict(texts or {})
+        files: dict[str, Path] = {}
+        for root in roots:
+            for path in sorted(root.rglob("*")):
+                if "__pycache__" in path.parts or not path.is_file():
+                    continue
+                rel = path.relative_to(root.parent).as_posix()
+                files[rel] = path
+        read = lambda rel: texts[rel] if rel in texts else files[rel].read_bytes()  # noqa: E731
+        sources = {rel: read(rel) for rel in files if rel.endswith(".py")}
+        data = {rel: hashlib.sha256(read(rel)).hexdigest() for rel in files if rel.endswith(DATA_SUFFIXES)}
+        names = {module_name(rel): rel for rel in sources}
+        modules = {}
+        for name, rel in names.items():
+            tree = ast.parse(sources[rel], filename=rel)
+            found = set()
+            for target in _imported(tree, name, rel.endswith("__init__.py")):
+                if target in names:
+                    found.add(target)
+                found.update(p for p in _parents(target) if p in names)
+            folder = rel.rpartition("/")[0]
+            named = {f"{folder}/{base}" for base in _named_files(tree)} & set(data)
+            modules[name] = Module(name, rel, hashlib.sha256(sources[rel]).hexdigest(),
+                                   frozenset(found - {name}), frozenset(named))
+        return cls(modules, data)
+
+    def digests(self) -> dict[str, str]:
+        """sha256 by relative path of every module and every YAML file read (core.py compares them
+        with the hashes taken as the code was loaded)."""
+        return {**{m.path: m.digest for m in self.modules.values()},
+                **{path: d for path, d in self.data.items() if path.endswith(".yaml")}}
+
+    def cutting(self, registry: str, members: set[str]) -> "CodeGraph":
+        """The graph with the edges from package `registry` to its `members` cut."""
+        return CodeGraph(self.modules, self.data, {**self.cut, registry: frozenset(members)})
+
+    def closure(self, entries) -> set[str]:
+        """The modules `entries` run: themselves, the packages around them, and all they import."""
+        todo = [e for entry in entries for e in (*_parents(entry), entry) if e in self.modules]
+        seen: set[str] = set()
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            todo.extend(self.modules[name].imports - self.cut.get(name, frozenset()))
+        return seen
+
+
+
+def _called_names(expr: str) -> set[str]:
+    """Every name and dotted name an inline number's expression mentions ('step', 'chen.c')."""
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError:
+        return set()
+    out = set()
+    for node in ast.walk(tree):
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if isinstance(node, ast.Name):
+            parts.append(node.id)
+            names = parts[::-1]
+            out.update(".".join(names[:i]) for i in range(1, len(names) + 1))
+    return out
+
+
+class CodeKeys:
+    """The code part of each result's cache key, from the graph of the code this process loaded:
+    `figure(kind)` and `number(expr)` give (code, data), the hashes of the code the result runs and
+    of the data files that code reads. `fingerprint` hashes the code every figure and number runs,
+    together with what puts a page's state together (`STATE_ENTRY`), for what all of a page's
+    results share and for a worker to check that it loaded the build's code."""
+
+    def __init__(self, graph: CodeGraph, versions: list[str]):
+        from . import vocabulary
+        from .figures import REGISTRY
+
+        self.kinds = REGISTRY
+        self.terms = {name: term for topic in vocabulary.TOPICS for name, term in topic.terms.items()}
+        members = {term.fn.__module__ for term in self.terms.values()}
+        self.graph = graph.cutting(vocabulary.__name__, members)
+        self.versions = list(versions)
+        self._memo: dict[tuple[str, ...], tuple[str, str]] = {}
+        every = (FIGURE_ENTRY + NUMBER_ENTRY + STATE_ENTRY + tuple(sorted({type(k).__module__ for k in self.kinds.values()}))
+                 + tuple(sorted(members)))
+        self.fingerprint = hashlib.sha256("".join(self._keys(every)).encode()).hexdigest()
+
+    def modules_of_figure(self, kind: str) -> tuple[str, ...]:
+        """The entry modules of a figure of `kind`: those that build every figure, and its kind's."""
+        found = self.kinds.get(kind)
+        return FIGURE_ENTRY + ((type(found).__module__,) if found is not None else ())
+
+    def modules_of_number(self, expr: str) -> tuple[str, ...]:
+        """The entry modules of an inline number: those that evaluate every number, and those that
+        define the terms its expression calls."""
+        called = sorted({self.terms[n].fn.__module__ for n in _called_names(expr) if n in self.terms})
+        return NUMBER_ENTRY + tuple(called)
+
+    def figure(self, kind: str) -> tuple[str, str]:
+        return self._keys(self.modules_of_figure(kind))
+
+    def number(self, expr: str) -> tuple[str, str]:
+        return self._keys(self.modules_of_number(expr))
+
+    def _keys(self, entries: tuple[str, ...]) -> tuple[str, str]:
+        if entries not in self._memo:
+            mods = sorted(self.graph.closure(entries))
+            # A module outside the graph (a figure kind from another package's entry point) is
+            # hashed from its own file.
+            outside = sorted(e for e in entries if e not in self.graph.modules)
+            code = [(self.graph.modules[m].path, self.graph.modules[m].digest) for m in mods]
+            code += [(e, _file_digest(e)) for e in outside]
+            data = sorted({(d, self.graph.data[d]) for m in mods for d in self.graph.modules[m].data})
+            self._memo[entries] = (hashlib.sha256(json.dumps([code, self.versions]).encode()).hexdigest(),
+                                   hashlib.sha256(json.dumps(data).encode()).hexdigest())
+        return self._memo[entries]
+
+
+def _file_digest(module: str) -> str:
+    """sha256 of a loaded module's source file ('' when it has none)."""
+    import sys
+
+    path = getattr(sys.modules.get(module), "__file__", None)
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path else ""
+    except OSError:
+        return ""
