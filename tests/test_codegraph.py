@@ -1,0 +1,211 @@
+"""Issue 31: each figure's and number's cache key holds the code it runs, and nothing else.
+
+For every module of `models/` and `explainer_gen/compute/`, and every data file the models read,
+an edit must change the keys of exactly the results whose code reads it: then a stale result is
+never served from the cache, and no unrelated result is recomputed. The expected set is derived
+here from the compiled code, independently of compute/codegraph.py (which reads the source's
+syntax tree): every IMPORT_NAME in a module's bytecode and in that of each function and class in
+it. What both share is the contract, not the reading: the entry modules of a figure and of a
+number (`FIGURE_ENTRY`, `NUMBER_ENTRY`), and that the vocabulary's package imports every topic
+only to register it, so a number runs the topics whose terms it calls, not all of them.
+"""
+from __future__ import annotations
+
+import dataclasses
+import dis
+import importlib.util
+import io
+import tokenize
+import types
+from pathlib import Path
+
+import pytest
+
+from explainer_gen import core
+from explainer_gen.compute import vocabulary
+from explainer_gen.compute.codegraph import FIGURE_ENTRY, NUMBER_ENTRY, CodeGraph, CodeKeys, module_name
+from explainer_gen.compute.figures import REGISTRY
+from explainer_gen.compute.numbers import find_inline
+from explainer_gen.compute.timing import Timing
+from explainer_gen.sources.markdown import scan_fences
+from helpers import REPO
+
+ROOTS = [REPO / "models", REPO / "explainer_gen"]
+TERMS = {name: term for topic in vocabulary.TOPICS for name, term in topic.terms.items()}
+
+
+# -- the graph, read from bytecode ----------------------------------------------------------------
+
+def bytecode_imports(path: Path, name: str) -> set[str]:
+    """The modules a file's code may import: each IMPORT_NAME, resolved with its level against the
+    module's package, and for `from x import y` also `x.y` (a submodule, if it is one)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+
+    def walk(code: types.CodeType) -> None:
+        ins = list(dis.get_instructions(code))
+        for i, x in enumerate(ins):
+            if x.opname == "IMPORT_NAME":
+                level, fromlist = ins[i - 2].argval, ins[i - 1].argval
+                target = importlib.util.resolve_name("." * level + (x.argval or ""), package) if level else x.argval
+                out.add(target)
+                out.update(f"{target}.{n}" for n in fromlist or () if n != "*")
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                walk(const)
+    walk(compile(path.read_bytes(), str(path), "exec"))
+    return out
+
+
+def expected_graph() -> dict[str, set[str]]:
+    """Module -> the modules of the project it imports, and the packages around those."""
+    files = {module_name(p.relative_to(REPO).as_posix()): p for root in ROOTS for p in root.rglob("*.py")
+             if "__pycache__" not in p.parts}
+    graph = {}
+    for name, path in files.items():
+        found = set()
+        for target in bytecode_imports(path, name):
+            parts = target.split(".")
+            found.update(m for m in (".".join(parts[:i]) for i in range(1, len(parts) + 1)) if m in files)
+        graph[name] = found - {name}
+    # The registry: the vocabulary's package imports every topic to register its terms.
+    graph[vocabulary.__name__] -= {t.fn.__module__ for t in TERMS.values()}
+    return graph
+
+
+def runs(graph: dict[str, set[str]], entries) -> set[str]:
+    seen, todo = set(), [p for e in entries for p in _around(e) if p in graph]
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo.extend(graph[m])
+    return seen
+
+
+def _around(name: str) -> list[str]:
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+# -- the results: every figure kind, and every inline number of the site -----------------------------
+
+def results() -> dict[str, tuple[str, ...]]:
+    """Result -> its entry modules: each figure kind, and each inline number on the site's pages."""
+    out = {f"figure {kind}": FIGURE_ENTRY + (type(obj).__module__,) for kind, obj in REGISTRY.items()}
+    for page in sorted((REPO / "docs").rglob("*.md")):
+        lines = page.read_text(encoding="utf-8").splitlines()
+        _, inside = scan_fences(lines)
+        for item in find_inline(lines, inside):
+            terms = sorted({TERMS[n].fn.__module__ for n in names_in(item.expr) if n in TERMS})
+            out[f"number {item.expr}"] = NUMBER_ENTRY + tuple(terms)
+    return out
+
+
+def names_in(expr: str) -> set[str]:
+    """Every name and dotted name in an expression, read from its tokens (strings are skipped):
+    `chen.speedup(0)` gives chen and chen.speedup."""
+    out, dotted = set(), []
+    for tok in tokenize.generate_tokens(io.StringIO(expr).readline):
+        if tok.type == tokenize.NAME and (not dotted or dotted[-1] == "."):
+            dotted.append(tok.string)
+        elif tok.type == tokenize.OP and tok.string == "." and dotted and dotted[-1] != ".":
+            dotted.append(".")
+            continue
+        else:
+            dotted = [tok.string] if tok.type == tokenize.NAME else []
+        if dotted and dotted[-1] != ".":
+            out.add("".join(dotted))
+    return out
+
+
+def keys(code: CodeKeys, found: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, str]]:
+    return {r: code.figure(r[len("figure "):]) if r.startswith("figure ") else code.number(r[len("number "):])
+            for r in found}
+
+
+def edited(graph: CodeGraph, path: str) -> CodeGraph:
+    """The graph as if the file at `path` (a module or a data file) had been edited."""
+    modules = {n: dataclasses.replace(m, digest="edited") if m.path == path else m for n, m in graph.modules.items()}
+    data = {p: "edited" if p == path else d for p, d in graph.data.items()}
+    return CodeGraph(modules, data)
+
+
+EDITED = sorted([p.relative_to(REPO).as_posix() for p in (REPO / "models").glob("*.py")]
+                + [p.relative_to(REPO).as_posix() for p in (REPO / "explainer_gen" / "compute").rglob("*.py")
+                   if "__pycache__" not in p.parts]
+                + [p.relative_to(REPO).as_posix() for p in (REPO / "models").glob("*.yaml")])
+
+
+def mismatches(graph: CodeGraph) -> list[str]:
+    """For each edited file, the results whose keys change and should not, or should and do not."""
+    expected, found = expected_graph(), results()
+    readers = {path: {m for m, mod in graph.modules.items() if mod.path == path or path in mod.data}
+               for path in EDITED}
+    before = keys(CodeKeys(graph, core.CODE.versions), found)
+    out = []
+    for path in EDITED:
+        after = keys(CodeKeys(edited(graph, path), core.CODE.versions), found)
+        changed = {r for r in found if after[r] != before[r]}
+        should = {r for r, entries in found.items() if runs(expected, entries) & readers[path]}
+        if changed != should:
+            out.append(f"{path}: recomputes {sorted(changed - should)} needlessly, "
+                       f"serves {sorted(should - changed)} stale")
+    return out
+
+
+@pytest.fixture(scope="module")
+def graph() -> CodeGraph:
+    return CodeGraph.scan(ROOTS)
+
+
+def test_an_edit_changes_the_keys_of_exactly_the_results_whose_code_reads_it(graph):
+    assert len(EDITED) > 40 and len(results()) > 100
+    assert mismatches(graph) == []
+
+
+def test_negative_control_a_key_that_leaves_out_one_import_fails(graph):
+    """The sampling model imports the tree model; a graph that lost that edge would serve the
+    sampling figures stale after a save of models/trees.py, and the check must say so."""
+    sampling = graph.modules["models.sampling"]
+    assert "models.trees" in sampling.imports
+    broken = dataclasses.replace(graph, modules={**graph.modules, "models.sampling": dataclasses.replace(
+        sampling, imports=sampling.imports - {"models.trees"})})
+    found = mismatches(broken)
+    assert any(m.startswith("models/trees.py:") and "sampling-check" in m for m in found), found
+
+
+def test_what_a_save_of_each_model_recomputes(graph):
+    """The issue's three cases, on the site's figures: a save of the tree model recomputes the
+    figures drawn through it (the draft-trees page's, and the speculative page's sampler checks,
+    whose sampler draws trees); of the serving model, the serving page's; of the roofline, all."""
+    code = CodeKeys(graph, core.CODE.versions)
+
+    def recomputed(path):
+        after = CodeKeys(edited(graph, path), core.CODE.versions)
+        return {k for k in REGISTRY if after.figure(k) != code.figure(k)}
+    assert recomputed("models/trees.py") == {"tree-yield", "tree-speedup", "draft-speedup", "moe-verify",
+                                             "sampling-check", "sampling-speed"}
+    assert recomputed("models/serving.py") == {"serve-goodput", "serve-timeline", "serve-ttft", "serve-tpot"}
+    assert recomputed("models/roofline.py") == set(REGISTRY)
+    # A number that calls only roofline terms is left alone by a save of the tree model.
+    assert code.number("step(1)") == CodeKeys(edited(graph, "models/trees.py"), core.CODE.versions).number("step(1)")
+
+
+def test_the_graph_is_the_code_that_was_loaded():
+    """core.CODE was read from the files whose hashes core.SOURCES took as the code loaded."""
+    assert core.SOURCES is not None and core.CODE is not None
+    scanned = CodeGraph.scan(ROOTS).digests()
+    assert {p: core.SOURCES.get(p) for p in scanned} == scanned
+
+
+def test_the_summary_line():
+    t = Timing()
+    assert t.summary() == ("0 figures computed (0 new, 0 code changed, 0 inputs changed), 0 read from the cache; "
+                           "0 numbers computed, 0 read from the cache")
+    t.placed = {("a.md", 3): "k1", ("a.md", 9): "k2", ("b.md", 1): "k3"}
+    t.computed = {"k2": ["a.md", 9, "code changed"]}
+    t.numbers_used, t.numbers_computed = {"n1", "n2"}, {"n2", "n-elsewhere"}
+    assert t.summary() == ("1 figure computed (0 new, 1 code changed, 0 inputs changed), 2 read from the cache; "
+                           "1 number computed, 1 read from the cache")
+    assert t.computed_figures() == ["computed the figure at a.md:9 (code changed)"]
