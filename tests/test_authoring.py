@@ -327,6 +327,11 @@ def test_serve_rebuilds_when_the_catalogue_changes(project):
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
+    # Each build says what it did: the first read every figure from the warm cache; the rebuild
+    # computed them all again, for the catalogue every figure reads.
+    placed = sum(p.read_text().count("```explainer") for p in (project / "docs").rglob("*.md"))
+    said = [tuple(map(int, m)) for m in SUMMARY.findall(proc.stdout.read())]
+    assert said[0][:5] == (0, 0, 0, 0, placed) and said[-1][:5] == (placed, 0, 0, placed, 0), said
 
 
 def test_readme_serve_command_turns_live_reload_on():
