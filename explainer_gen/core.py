@@ -23,6 +23,7 @@ from .render import mathml, superfence  # noqa: E402,F401
 from .compute.artifacts import FigureArtifacts, FigureRequest, build_figure  # noqa: E402,F401
 from .compute.cache import MODELS_ROOT, PACKAGE_ROOT  # noqa: E402,F401
 from .compute.codegraph import CodeGraph, CodeKeys  # noqa: E402
+from .client.bundle import machine_cache  # noqa: E402
 from .markdown_ext import ExplainerExtension  # noqa: E402,F401
 from .site import CSS_PATH, Memory, PageSource, SiteBuild  # noqa: E402,F401
 from .compute.workers import default_workers  # noqa: E402,F401
@@ -35,7 +36,7 @@ del _before, _after
 
 # Which code each result runs (compute/codegraph.py), read from the files as they were loaded:
 # a file whose hash differs from SOURCES' changed since, and the core is not used.
-_graph = CodeGraph.scan([MODELS_ROOT, PACKAGE_ROOT])
+_graph = CodeGraph.scan([MODELS_ROOT, PACKAGE_ROOT], memo=machine_cache())
 if SOURCES is not None and any(SOURCES.get(path) != digest for path, digest in _graph.digests().items()):
     SOURCES = None
 CODE: CodeKeys | None = CodeKeys(_graph, cache.library_versions()) if SOURCES is not None else None

@@ -15,6 +15,7 @@ import dataclasses
 import dis
 import importlib.util
 import io
+import re
 import tokenize
 import types
 from pathlib import Path
@@ -38,14 +39,18 @@ TERMS = {name: term for topic in vocabulary.TOPICS for name, term in topic.terms
 
 def bytecode_imports(path: Path, name: str) -> set[str]:
     """The modules a file's code may import: each IMPORT_NAME, resolved with its level against the
-    module's package, and for `from x import y` also `x.y` (a submodule, if it is one)."""
+    module's package, and for `from x import y` also `x.y` (a submodule, if it is one); not those
+    in an `if TYPE_CHECKING:` block, which jumps past them."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: set[str] = set()
 
     def walk(code: types.CodeType) -> None:
         ins = list(dis.get_instructions(code))
+        skip_to = -1  # the end of an `if TYPE_CHECKING:` block, whose imports never run
         for i, x in enumerate(ins):
-            if x.opname == "IMPORT_NAME":
+            if x.argval == "TYPE_CHECKING" and x.opname.startswith("LOAD_") and "IF_FALSE" in ins[i + 1].opname:
+                skip_to = ins[i + 1].argval
+            if x.opname == "IMPORT_NAME" and x.offset >= skip_to:
                 level, fromlist = ins[i - 2].argval, ins[i - 1].argval
                 target = importlib.util.resolve_name("." * level + (x.argval or ""), package) if level else x.argval
                 out.add(target)
@@ -165,27 +170,34 @@ def test_an_edit_changes_the_keys_of_exactly_the_results_whose_code_reads_it(gra
 
 
 def test_negative_control_a_key_that_leaves_out_one_import_fails(graph):
-    """The sampling model imports the tree model; a graph that lost that edge would serve the
-    sampling figures stale after a save of models/trees.py, and the check must say so."""
-    sampling = graph.modules["models.sampling"]
-    assert "models.trees" in sampling.imports
-    broken = dataclasses.replace(graph, modules={**graph.modules, "models.sampling": dataclasses.replace(
-        sampling, imports=sampling.imports - {"models.trees"})})
+    """The tree figures' kind imports the tree model; a graph that lost that edge would serve the
+    tree figures stale after a save of models/trees.py, and the check must say so."""
+    kind = graph.modules["explainer_gen.compute.figures.trees"]
+    assert "models.trees" in kind.imports
+    broken = dataclasses.replace(graph, modules={**graph.modules, kind.name: dataclasses.replace(
+        kind, imports=kind.imports - {"models.trees"})})
     found = mismatches(broken)
-    assert any(m.startswith("models/trees.py:") and "sampling-check" in m for m in found), found
+    assert any(m.startswith("models/trees.py:") and "figure tree-yield" in m for m in found), found
+
+
+def test_an_import_for_type_checkers_alone_is_no_edge(graph):
+    """models/sampling.py names trees.Tree for its annotations only, under `if TYPE_CHECKING:`;
+    that import never runs, so the speculative page's sampler figures do not run the tree model."""
+    source = (REPO / "models" / "sampling.py").read_text()
+    assert re.search(r"^if TYPE_CHECKING:.*\n +from \.trees import", source, re.M)
+    assert "models.trees" not in graph.modules["models.sampling"].imports
+    assert "models.trees" not in expected_graph()["models.sampling"]
 
 
 def test_what_a_save_of_each_model_recomputes(graph):
     """The issue's three cases, on the site's figures: a save of the tree model recomputes the
-    figures drawn through it (the draft-trees page's, and the speculative page's sampler checks,
-    whose sampler draws trees); of the serving model, the serving page's; of the roofline, all."""
+    draft-trees page's figures; of the serving model, the serving page's; of the roofline, all."""
     code = CodeKeys(graph, core.CODE.versions)
 
     def recomputed(path):
         after = CodeKeys(edited(graph, path), core.CODE.versions)
         return {k for k in REGISTRY if after.figure(k) != code.figure(k)}
-    assert recomputed("models/trees.py") == {"tree-yield", "tree-speedup", "draft-speedup", "moe-verify",
-                                             "sampling-check", "sampling-speed"}
+    assert recomputed("models/trees.py") == {"tree-yield", "tree-speedup", "draft-speedup", "moe-verify"}
     assert recomputed("models/serving.py") == {"serve-goodput", "serve-timeline", "serve-ttft", "serve-tpot"}
     assert recomputed("models/roofline.py") == set(REGISTRY)
     # A number that calls only roofline terms is left alone by a save of the tree model.
@@ -209,3 +221,16 @@ def test_the_summary_line():
     assert t.summary() == ("1 figure computed (0 new, 1 code changed, 0 inputs changed), 2 read from the cache; "
                            "1 number computed, 1 read from the cache")
     assert t.computed_figures() == ["computed the figure at a.md:9 (code changed)"]
+
+
+def test_the_machine_cache_of_each_modules_reading_gives_the_same_graph(tmp_path, graph):
+    """What each module imports and names, kept by its hash (no process parses it again), reads
+    back as the same graph; an edited module is read anew."""
+    from explainer_gen.compute.cache import DiskCache
+
+    memo = DiskCache(tmp_path)
+    assert CodeGraph.scan(ROOTS, memo=memo) == graph == CodeGraph.scan(ROOTS, memo=memo)
+    assert memo.hits == len(graph.modules)
+    path = "models/serving.py"
+    text = (REPO / path).read_bytes() + b"\nfrom . import trees\n"
+    assert "models.trees" in CodeGraph.scan(ROOTS, texts={path: text}, memo=memo).modules["models.serving"].imports

@@ -6,7 +6,8 @@ the cache. That code is found, not listed by hand:
 
 - every module of `models/` and `explainer_gen/` is parsed (`ast`, as loaded: see core.py), and
   each import it makes, at module level or inside a function, relative or absolute, becomes an
-  edge to the module it names (and to the packages around it, whose `__init__` runs first);
+  edge to the module it names (and to the packages around it, whose `__init__` runs first); an
+  import for type checkers alone (`if TYPE_CHECKING:`) never runs and makes none;
 - a module reads a data file of its package when its source names the file (a string such as
   "published.yaml"); the file's hash goes with the module's;
 - a result's code is the closure of its entry modules: for a figure, the module that builds every
@@ -22,6 +23,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +32,7 @@ FIGURE_ENTRY = ("explainer_gen.compute.artifacts",)
 NUMBER_ENTRY = ("explainer_gen.compute.numbers", "explainer_gen.compute.pages")
 STATE_ENTRY = ("explainer_gen.client.contract",)  # a page's state, which the browser reads
 DATA_SUFFIXES = (".yaml", ".yml", ".json", ".csv", ".bib")
+SCAN_VERSION = 1  # of what a module's reading keeps (CodeGraph.scan's memo): raise it when that changes
 
 
 @dataclass(frozen=True)
@@ -53,11 +56,32 @@ def _parents(name: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
+def _type_checking(node: ast.AST) -> bool:
+    """`if TYPE_CHECKING:` (or `typing.TYPE_CHECKING`): a block that never runs."""
+    test = node.test if isinstance(node, ast.If) else None
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
+        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _running(tree: ast.AST):
+    """Every node of `tree` but those inside an `if TYPE_CHECKING:` block (its `else` runs)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        if _type_checking(node):
+            todo.append(node.test)
+            todo.extend(node.orelse)
+        else:
+            todo.extend(ast.iter_child_nodes(node))
+
+
 def _imported(tree: ast.AST, name: str, is_package: bool) -> set[str]:
-    """Every module name an import in `tree` may load, resolved against module `name`."""
+    """Every module name an import in `tree` may load, resolved against module `name`; imports
+    for type checkers alone (`if TYPE_CHECKING:`) never run, and do not count."""
     package = name if is_package else name.rpartition(".")[0]
     out: set[str] = set()
-    for node in ast.walk(tree):
+    for node in _running(tree):
         if isinstance(node, ast.Import):
             out.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -87,9 +111,12 @@ class CodeGraph:
     cut: dict[str, frozenset[str]] = field(default_factory=dict)  # registry package -> members
 
     @classmethod
-    def scan(cls, roots: list[Path], texts: dict[str, bytes] | None = None) -> "CodeGraph":
+    def scan(cls, roots: list[Path], texts: dict[str, bytes] | None = None, memo=None) -> "CodeGraph":
         """The graph of every module under `roots` (package folders). `texts` maps a relative path
-        to its bytes as loaded; files not in it are read from disk."""
+        to its bytes as loaded; files not in it are read from disk. `memo`, a DiskCache (the
+        machine's, client/bundle.py), keeps what each source says it imports and names, by its
+        module name, its hash and the Python version: parsing every module takes about 0.3 s,
+        which every process that loads the generator would pay again."""
         texts = dict(texts or {})
         files: dict[str, Path] = {}
         for root in roots:
@@ -104,16 +131,25 @@ class CodeGraph:
         names = {module_name(rel): rel for rel in sources}
         modules = {}
         for name, rel in names.items():
-            tree = ast.parse(sources[rel], filename=rel)
+            digest = hashlib.sha256(sources[rel]).hexdigest()
+            key = hashlib.sha256(f"{name}|{digest}|{sys.version_info[:2]}|{SCAN_VERSION}".encode()).hexdigest()
+            said = memo.get("code-imports", key) if memo is not None else None
+            if said is not None:
+                targets, basenames = json.loads(said)
+            else:
+                tree = ast.parse(sources[rel], filename=rel)
+                targets = sorted(_imported(tree, name, rel.endswith("__init__.py")))
+                basenames = sorted(_named_files(tree))
+                if memo is not None:
+                    memo.put("code-imports", key, json.dumps([targets, basenames]))
             found = set()
-            for target in _imported(tree, name, rel.endswith("__init__.py")):
+            for target in targets:
                 if target in names:
                     found.add(target)
                 found.update(p for p in _parents(target) if p in names)
             folder = rel.rpartition("/")[0]
-            named = {f"{folder}/{base}" for base in _named_files(tree)} & set(data)
-            modules[name] = Module(name, rel, hashlib.sha256(sources[rel]).hexdigest(),
-                                   frozenset(found - {name}), frozenset(named))
+            named = {f"{folder}/{base}" for base in basenames} & set(data)
+            modules[name] = Module(name, rel, digest, frozenset(found - {name}), frozenset(named))
         return cls(modules, data)
 
     def digests(self) -> dict[str, str]:
