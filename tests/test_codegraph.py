@@ -234,3 +234,21 @@ def test_the_machine_cache_of_each_modules_reading_gives_the_same_graph(tmp_path
     path = "models/serving.py"
     text = (REPO / path).read_bytes() + b"\nfrom . import trees\n"
     assert "models.trees" in CodeGraph.scan(ROOTS, texts={path: text}, memo=memo).modules["models.serving"].imports
+
+
+def test_a_kind_from_another_package_runs_what_it_imports(tmp_path, monkeypatch, graph):
+    """A figure kind an entry point brings lies outside the graph: its own file is hashed, and the
+    models it imports are followed, so a save of one of them recomputes its figures."""
+    import sys
+
+    module = tmp_path / "outside_kind.py"
+    module.write_text("from models import trees\n\n\ndef draw():\n    return trees\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "outside_kind", raising=False)
+    __import__("outside_kind")
+    entries = FIGURE_ENTRY + ("outside_kind",)
+    code = CodeKeys(graph, core.CODE.versions)
+    assert code._keys(entries) != CodeKeys(edited(graph, "models/trees.py"), core.CODE.versions)._keys(entries)
+    assert code._keys(entries) == CodeKeys(edited(graph, "models/serving.py"), core.CODE.versions)._keys(entries)
+    module.write_text(module.read_text() + "# an edit\n")
+    assert CodeKeys(graph, core.CODE.versions)._keys(entries) != code._keys(entries)

@@ -235,16 +235,31 @@ class CodeKeys:
 
     def _keys(self, entries: tuple[str, ...]) -> tuple[str, str]:
         if entries not in self._memo:
-            mods = sorted(self.graph.closure(entries))
             # A module outside the graph (a figure kind from another package's entry point) is
-            # hashed from its own file.
+            # hashed from its own file, and what it imports of the graph is followed from there.
             outside = sorted(e for e in entries if e not in self.graph.modules)
+            mods = sorted(self.graph.closure(entries + tuple(m for e in outside for m in self._imports_of(e))))
             code = [(self.graph.modules[m].path, self.graph.modules[m].digest) for m in mods]
             code += [(e, _file_digest(e)) for e in outside]
             data = sorted({(d, self.graph.data[d]) for m in mods for d in self.graph.modules[m].data})
             self._memo[entries] = (hashlib.sha256(json.dumps([code, self.versions]).encode()).hexdigest(),
                                    hashlib.sha256(json.dumps(data).encode()).hexdigest())
         return self._memo[entries]
+
+
+    def _imports_of(self, module: str) -> set[str]:
+        """The modules of the graph that a loaded module outside it imports."""
+        import sys
+
+        path = getattr(sys.modules.get(module), "__file__", None)
+        try:
+            tree = ast.parse(Path(path).read_bytes()) if path else None
+        except (OSError, SyntaxError):
+            return set()
+        if tree is None:
+            return set()
+        return {t for t in _imported(tree, module, Path(path).name == "__init__.py")
+                for t in (*_parents(t), t) if t in self.graph.modules}
 
 
 def _file_digest(module: str) -> str:
