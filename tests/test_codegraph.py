@@ -33,6 +33,15 @@ from helpers import REPO
 
 ROOTS = [REPO / "models", REPO / "explainer_gen"]
 TERMS = {name: term for topic in vocabulary.TOPICS for name, term in topic.terms.items()}
+# The module that registers each topic: a term runs it (it says what `max` is) and the module
+# that defines the term's function.
+REGISTERS = {mod.topic.name: mod.__name__ for mod in vars(vocabulary).values()
+             if isinstance(mod, types.ModuleType) and hasattr(mod, "topic")}
+
+
+def term_modules(name: str) -> set[str]:
+    term = TERMS[name]
+    return {REGISTERS[term.topic], term.fn.__module__}
 
 
 # -- the graph, read from bytecode ----------------------------------------------------------------
@@ -74,7 +83,7 @@ def expected_graph() -> dict[str, set[str]]:
             found.update(m for m in (".".join(parts[:i]) for i in range(1, len(parts) + 1)) if m in files)
         graph[name] = found - {name}
     # The registry: the vocabulary's package imports every topic to register its terms.
-    graph[vocabulary.__name__] -= {t.fn.__module__ for t in TERMS.values()}
+    graph[vocabulary.__name__] -= {m for name in TERMS for m in term_modules(name)}
     return graph
 
 
@@ -102,7 +111,7 @@ def results() -> dict[str, tuple[str, ...]]:
         lines = page.read_text(encoding="utf-8").splitlines()
         _, inside = scan_fences(lines)
         for item in find_inline(lines, inside):
-            terms = sorted({TERMS[n].fn.__module__ for n in names_in(item.expr) if n in TERMS})
+            terms = sorted({m for n in names_in(item.expr) if n in TERMS for m in term_modules(n)})
             out[f"number {item.expr}"] = NUMBER_ENTRY + tuple(terms)
     return out
 
@@ -215,10 +224,11 @@ def test_the_summary_line():
     t = Timing()
     assert t.summary() == ("0 figures computed (0 new, 0 code changed, 0 inputs changed), 0 read from the cache; "
                            "0 numbers computed, 0 read from the cache")
-    t.placed = {("a.md", 3): "k1", ("a.md", 9): "k2", ("b.md", 1): "k3"}
+    # k2 is placed twice (the same request on two pages): computed for one, read by the other.
+    t.placed = {("a.md", 3): "k1", ("a.md", 9): "k2", ("b.md", 1): "k3", ("c.md", 4): "k2"}
     t.computed = {"k2": ["a.md", 9, "code changed"]}
     t.numbers_used, t.numbers_computed = {"n1", "n2"}, {"n2", "n-elsewhere"}
-    assert t.summary() == ("1 figure computed (0 new, 1 code changed, 0 inputs changed), 2 read from the cache; "
+    assert t.summary() == ("1 figure computed (0 new, 1 code changed, 0 inputs changed), 3 read from the cache; "
                            "1 number computed, 1 read from the cache")
     assert t.computed_figures() == ["computed the figure at a.md:9 (code changed)"]
 
@@ -252,3 +262,13 @@ def test_a_kind_from_another_package_runs_what_it_imports(tmp_path, monkeypatch,
     assert code._keys(entries) == CodeKeys(edited(graph, "models/serving.py"), core.CODE.versions)._keys(entries)
     module.write_text(module.read_text() + "# an edit\n")
     assert CodeKeys(graph, core.CODE.versions)._keys(entries) != code._keys(entries)
+
+
+def test_a_term_runs_the_module_that_registers_it(graph):
+    """`max` is numpy's maximum, registered in the arithmetic topic: an edit there (say, to
+    np.minimum) changes what {{ max(...) }} gives, so it changes the number's key."""
+    code = CodeKeys(graph, core.CODE.versions)
+    assert TERMS["max"].fn.__module__ == "numpy"
+    after = CodeKeys(edited(graph, "explainer_gen/compute/vocabulary/arithmetic.py"), core.CODE.versions)
+    assert code.number("max(1, 2)") != after.number("max(1, 2)")
+    assert code.number("step(1)") == after.number("step(1)")

@@ -32,7 +32,9 @@ FIGURE_ENTRY = ("explainer_gen.compute.artifacts",)
 NUMBER_ENTRY = ("explainer_gen.compute.numbers", "explainer_gen.compute.pages")
 STATE_ENTRY = ("explainer_gen.client.contract",)  # a page's state, which the browser reads
 DATA_SUFFIXES = (".yaml", ".yml", ".json", ".csv", ".bib")
-SCAN_VERSION = 1  # of what a module's reading keeps (CodeGraph.scan's memo): raise it when that changes
+# The code that reads a module (this file), part of the key under which the machine's cache keeps
+# each module's reading: a change to how imports are read never meets an old reading.
+_READER = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -132,7 +134,7 @@ class CodeGraph:
         modules = {}
         for name, rel in names.items():
             digest = hashlib.sha256(sources[rel]).hexdigest()
-            key = hashlib.sha256(f"{name}|{digest}|{sys.version_info[:2]}|{SCAN_VERSION}".encode()).hexdigest()
+            key = hashlib.sha256(f"{rel}|{digest}|{sys.version_info[:2]}|{_READER}".encode()).hexdigest()
             said = memo.get("code-imports", key) if memo is not None else None
             if said is not None:
                 targets, basenames = json.loads(said)
@@ -203,12 +205,21 @@ class CodeKeys:
     results share and for a worker to check that it loaded the build's code."""
 
     def __init__(self, graph: CodeGraph, versions: list[str]):
+        from types import ModuleType
+
         from . import vocabulary
         from .figures import REGISTRY
+        from .vocabulary.registry import Topic
 
         self.kinds = REGISTRY
         self.terms = {name: term for topic in vocabulary.TOPICS for name, term in topic.terms.items()}
-        members = {term.fn.__module__ for term in self.terms.values()}
+        # A term runs the module that registers it (where `max` is numpy's maximum, that module
+        # says so) and the module that defines its function, when that is ours.
+        registers = {mod.topic.name: mod.__name__ for mod in vars(vocabulary).values()
+                     if isinstance(mod, ModuleType) and isinstance(getattr(mod, "topic", None), Topic)}
+        self.term_modules = {name: tuple(sorted({registers[term.topic], term.fn.__module__} & set(graph.modules)))
+                             for name, term in self.terms.items()}
+        members = {m for mods in self.term_modules.values() for m in mods}
         self.graph = graph.cutting(vocabulary.__name__, members)
         self.versions = list(versions)
         self._memo: dict[tuple[str, ...], tuple[str, str]] = {}
@@ -224,7 +235,7 @@ class CodeKeys:
     def modules_of_number(self, expr: str) -> tuple[str, ...]:
         """The entry modules of an inline number: those that evaluate every number, and those that
         define the terms its expression calls."""
-        called = sorted({self.terms[n].fn.__module__ for n in _called_names(expr) if n in self.terms})
+        called = sorted({m for n in _called_names(expr) if n in self.terms for m in self.term_modules[n]})
         return NUMBER_ENTRY + tuple(called)
 
     def figure(self, kind: str) -> tuple[str, str]:

@@ -54,7 +54,10 @@ class Timing:
 
     def summary(self) -> str:
         """One line (a host puts "explainer: " before it): the figures computed, by reason, and those read from the cache; the same for numbers."""
-        reasons = [self.computed[key][2] for key in self.placed.values() if key in self.computed]
+        # A figure computed once counts once, at the place it was computed for; another fence with
+        # the same request read it from the cache.
+        reasons = [self.computed[key][2] for place, key in self.placed.items()
+                   if key in self.computed and tuple(self.computed[key][:2]) == place]
         figures = len(reasons)
         numbers = len(self.numbers_used & self.numbers_computed)
         by = ", ".join(f"{reasons.count(r)} {r}" for r in REASONS)
@@ -64,7 +67,8 @@ class Timing:
     def computed_figures(self) -> list[str]:
         """One line per figure computed: where it is, and why."""
         return [f"computed the figure at {path}:{line} ({self.computed[key][2]})"
-                for (path, line), key in sorted(self.placed.items()) if key in self.computed]
+                for (path, line), key in sorted(self.placed.items())
+                if key in self.computed and tuple(self.computed[key][:2]) == (path, line)]
 
     @contextmanager
     def phase(self, name: str):
