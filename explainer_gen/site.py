@@ -318,7 +318,7 @@ class SiteBuild:
 
     def _number_key(self, identity: dict) -> str:
         """The number, the catalogue, and the code that evaluates it and the terms it calls."""
-        return digest(self.inputs, self.code.number(identity["expr"]), identity)
+        return digest(self.inputs, self.code.number(identity["calls"]), identity)
 
     def _figure(self, req) -> FigureArtifacts:
         """The figure's artefacts: in full when computed now, else the light part the HTML needs."""
@@ -326,15 +326,15 @@ class SiteBuild:
         if self._results is not None:
             self._results[0][(req.path, req.line)] = key
 
+        reason = self._reason(req)  # why it would be computed; the record is this figure's from now
+
         def make() -> FigureArtifacts:
-            self.timing.computed[key] = [req.path, req.line, self._reason(req)]
+            self.timing.computed[key] = [req.path, req.line, reason]
             artifacts = build_figure(req, self.catalogue, self.timing)
             artifacts.key = key
             self.cache.put("figures", key, dumps(artifacts.to_json()))  # the heavy part, for new pages
             return artifacts
-        artifacts = self._remember("figure-meta", key, make, FigureArtifacts.light_json, FigureArtifacts.from_json)
-        self._reason(req)  # read from the cache, or computed elsewhere: the record is this figure's now
-        return artifacts
+        return self._remember("figure-meta", key, make, FigureArtifacts.light_json, FigureArtifacts.from_json)
 
     def _heavy(self, fig) -> FigureArtifacts:
         """Spec, data and images for a figure read back light: from the cache, else recomputed."""
@@ -348,8 +348,8 @@ class SiteBuild:
         return artifacts
 
     def _reason(self, req) -> str:
-        """Why the figure `req` is computed (timing.REASONS), from the record the last build that
-        placed a figure of its kind and caption on its page left; leaves this one's. A record
+        """Why the figure `req` would be computed (timing.REASONS), from the record the last build
+        that placed a figure of its kind and caption on its page left; leaves this one's. A record
         already this one's is only marked used (so the cache's sweep keeps it)."""
         code, data = self.code.figure(req.kind)
         now = dumps({"code": code, "inputs": digest(self.inputs, data, req.identity())})

@@ -178,28 +178,9 @@ class CodeGraph:
 
 
 
-def _called_names(expr: str) -> set[str]:
-    """Every name and dotted name an inline number's expression mentions ('step', 'chen.c')."""
-    try:
-        tree = ast.parse(expr, mode="eval")
-    except SyntaxError:
-        return set()
-    out = set()
-    for node in ast.walk(tree):
-        parts = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if isinstance(node, ast.Name):
-            parts.append(node.id)
-            names = parts[::-1]
-            out.update(".".join(names[:i]) for i in range(1, len(names) + 1))
-    return out
-
-
 class CodeKeys:
     """The code part of each result's cache key, from the graph of the code this process loaded:
-    `figure(kind)` and `number(expr)` give (code, data), the hashes of the code the result runs and
+    `figure(kind)` and `number(calls)` give (code, data), the hashes of the code the result runs and
     of the data files that code reads. `fingerprint` hashes the code every figure and number runs,
     together with what puts a page's state together (`STATE_ENTRY`), for what all of a page's
     results share and for a worker to check that it loaded the build's code."""
@@ -232,17 +213,16 @@ class CodeKeys:
         found = self.kinds.get(kind)
         return FIGURE_ENTRY + ((type(found).__module__,) if found is not None else ())
 
-    def modules_of_number(self, expr: str) -> tuple[str, ...]:
-        """The entry modules of an inline number: those that evaluate every number, and those that
-        define the terms its expression calls."""
-        called = sorted({m for n in _called_names(expr) if n in self.terms for m in self.term_modules[n]})
-        return NUMBER_ENTRY + tuple(called)
+    def modules_of_number(self, calls) -> tuple[str, ...]:
+        """The entry modules of an inline number: those that evaluate every number, and for each
+        term it calls (numbers.Expr.calls) the modules that register and define it."""
+        return NUMBER_ENTRY + tuple(sorted({m for n in calls for m in self.term_modules.get(n, ())}))
 
     def figure(self, kind: str) -> tuple[str, str]:
         return self._keys(self.modules_of_figure(kind))
 
-    def number(self, expr: str) -> tuple[str, str]:
-        return self._keys(self.modules_of_number(expr))
+    def number(self, calls) -> tuple[str, str]:
+        return self._keys(self.modules_of_number(calls))
 
     def _keys(self, entries: tuple[str, ...]) -> tuple[str, str]:
         if entries not in self._memo:

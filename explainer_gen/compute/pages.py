@@ -225,7 +225,9 @@ def build_page(source: str, path: str, catalogue: Catalogue,
         named.update(expr.names)
         fmt = parse_format(item.fmt, path, item.line)
         number_id = f"n{len(page.numbers)}"
-        identity = {"expr": item.expr, "fmt": item.fmt, "id": number_id, "controls": controls.identity()}
+        # The terms it calls go with it: the cache key holds their code (site.SiteBuild._number_key).
+        identity = {"expr": item.expr, "fmt": item.fmt, "id": number_id, "controls": controls.identity(),
+                    "calls": sorted(expr.calls)}
         # A number whose terms all declare no scenario needs one evaluation, and is given none to read.
         free = scenario_free(expr.calls)
         page.numbers[item.key] = remember(identity, lambda: compute_number(

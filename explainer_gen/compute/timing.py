@@ -52,23 +52,24 @@ class Timing:
         self.computed.update(worker.get("computed", {}))
         self.numbers_computed.update(worker.get("numbers_computed", ()))
 
+    def _computed_here(self) -> list[tuple[tuple[str, int], str]]:
+        """(place, reason) of each figure computed: once, at the place it was computed for (another
+        fence with the same request read it from the cache)."""
+        return [(place, self.computed[key][2]) for place, key in sorted(self.placed.items())
+                if key in self.computed and tuple(self.computed[key][:2]) == place]
+
     def summary(self) -> str:
-        """One line (a host puts "explainer: " before it): the figures computed, by reason, and those read from the cache; the same for numbers."""
-        # A figure computed once counts once, at the place it was computed for; another fence with
-        # the same request read it from the cache.
-        reasons = [self.computed[key][2] for place, key in self.placed.items()
-                   if key in self.computed and tuple(self.computed[key][:2]) == place]
-        figures = len(reasons)
+        """One line (a host puts "explainer: " before it): the figures computed, by reason, and those
+        read from the cache; the same for numbers."""
+        reasons = [reason for _, reason in self._computed_here()]
         numbers = len(self.numbers_used & self.numbers_computed)
         by = ", ".join(f"{reasons.count(r)} {r}" for r in REASONS)
-        return (f"{_count(figures, 'figure')} computed ({by}), {len(self.placed) - figures} read from the "
-                f"cache; {_count(numbers, 'number')} computed, {len(self.numbers_used) - numbers} read from the cache")
+        return (f"{_count(len(reasons), 'figure')} computed ({by}), {len(self.placed) - len(reasons)} read from "
+                f"the cache; {_count(numbers, 'number')} computed, {len(self.numbers_used) - numbers} read from the cache")
 
     def computed_figures(self) -> list[str]:
         """One line per figure computed: where it is, and why."""
-        return [f"computed the figure at {path}:{line} ({self.computed[key][2]})"
-                for (path, line), key in sorted(self.placed.items())
-                if key in self.computed and tuple(self.computed[key][:2]) == (path, line)]
+        return [f"computed the figure at {path}:{line} ({reason})" for (path, line), reason in self._computed_here()]
 
     @contextmanager
     def phase(self, name: str):
