@@ -279,7 +279,14 @@ def test_vega_loads_only_when_a_reader_reaches_for_a_figure(browser, base_url):
     before = page.locator("[data-eg-num]").all_inner_texts()
     slider = first.get_by_role("slider", name="Acceptance rate")
     slider.focus()
-    page.keyboard.press("ArrowLeft")
+    # The reader's act asks for the state; wait until that request has been made (and held), as
+    # on a loaded machine it comes a moment after the key press returns.
+    with page.expect_request(re.compile(r".*/assets/explainer/page/[^/]*\.json$")):
+        page.keyboard.press("ArrowLeft")
+    for _ in range(50):  # and until its route has reached this process (the wait lets it in)
+        if held:
+            break
+        page.wait_for_timeout(20)
     moved_to = slider.input_value()
     assert len(held) == 1 and page.locator("[data-eg-num]").all_inner_texts() == before
     # What a page whose state arrived before the slider moved to the same place shows.
