@@ -27,10 +27,15 @@ class Accelerator:
     bf16_tflops: float
     fp8_tflops: float | None  # dense FP8 tensor throughput; null where the card has no FP8 units
     source: str  # the datasheet the numbers come from
-    link_gbps: float  # peer-to-peer interconnect, GB/s one way (vendors quote both directions added)
+    link_gbps: float  # peer-to-peer interconnect of one card, all its links, GB/s one way (vendors quote both directions added)
     link_source: str  # the vendor's figure as stated, and how the one-way rate follows from it
     allreduce_us: float  # fixed cost of one small all-reduce across the cards, microseconds
     allreduce_source: str  # where that cost comes from (no datasheet states one)
+    # How the cards reach each other: "switch" (every card's links go to switches, so any group of
+    # cards talks at the card's whole rate) or "mesh" (no switch: `mesh_links` point-to-point links,
+    # one to each peer, so a group of N cards uses N - 1 of them).
+    topology: str = "switch"
+    mesh_links: int | None = None
 
     @property
     def memory_bytes(self) -> float:
@@ -53,10 +58,16 @@ class Accelerator:
             return self.fp8_tflops * 1e12
         return self.flops
 
-    @property
-    def link_bandwidth(self) -> float:
-        """Interconnect bandwidth to the other cards, one way, in bytes per second."""
-        return self.link_gbps * 1e9
+    def peer_bandwidth(self, cards):
+        """Bytes per second one card sends to the rest of a group of `cards` cards (2 or more), one
+        way, all its links together: the whole `link_gbps` behind a switch; over a full mesh, the
+        N - 1 links that reach the group's other cards, each `link_gbps / mesh_links`."""
+        cards = np.asarray(cards, dtype=float)
+        if self.topology == "mesh":
+            out = np.minimum(cards - 1.0, self.mesh_links) * self.link_gbps / self.mesh_links * 1e9
+        else:
+            out = self.link_gbps * 1e9 + 0.0 * cards
+        return out if out.ndim else float(out)
 
     @property
     def allreduce_latency(self) -> float:
@@ -242,8 +253,25 @@ def _rows(data: Any, section: str, cls: type, path: str) -> dict[str, Any]:
                               f"hidden and params against the model's config")
         if cls is LLM:
             _check_experts(values, raw, path)
+        if cls is Accelerator:
+            _check_topology(values, raw, path)
         rows[values["key"]] = cls(**values)
     return rows
+
+
+TOPOLOGIES = ("switch", "mesh")
+
+
+def _check_topology(values: dict, raw: SourceMap, path: str) -> None:
+    """A card's topology is a switch or a full mesh, and a mesh says how many links it has."""
+    topology = values.get("topology", "switch")
+    if topology not in TOPOLOGIES:
+        raise SourceError(path, raw.line_of("topology"), f"topology must be one of {', '.join(TOPOLOGIES)}, "
+                          f"got {topology!r}; {closest(topology, list(TOPOLOGIES))}")
+    if (topology == "mesh") != (values.get("mesh_links") is not None):
+        where = "mesh_links" if "mesh_links" in raw else "topology" if "topology" in raw else "key"
+        raise SourceError(path, raw.line_of(where), "a mesh needs mesh_links, its point-to-point links a card, "
+                          "and only a mesh has them")
 
 
 MOE_FIELDS = ("experts", "active_experts", "expert_ffn")

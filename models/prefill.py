@@ -1,14 +1,16 @@
 """Prefill against decode, per token, priced by the roofline step time.
 
-A forward pass takes `roofline.step_time`: the longer of its HBM reads and its arithmetic, plus
-the all-reduces between the cards, from the catalogue's datasheet numbers.
+A forward pass takes `roofline.step_time`: each kernel the longer of its HBM reads and its
+arithmetic, one after another, plus the all-reduces between the cards, from the catalogue's
+datasheet numbers.
 
 - Prefill of a P-token prompt is one pass over P positions of one request. The weight read is
   shared among the P positions, so below the ridge (`roofline.ridge_tokens`) the cost per token
   falls as 1/P; past it the arithmetic sets it. The prompt's keys and values are made in the
   pass itself, so nothing is read from a cache; causal attention over the prompt does
   2 x layers x P^2 x heads x head_dim FLOPs (`attention_flops`), which is P positions
-  attending to P / 2 earlier tokens on average.
+  attending to P / 2 earlier tokens on average. Only the last position goes through the output
+  head: it alone makes a token (the first of the reply).
 - Decode at batch one makes one token per pass: each generated token costs a whole weight read,
   plus the read of the cache it has built so far.
 
@@ -26,9 +28,11 @@ from .precision import BF16_ALL, Precision
 
 def prefill_step(acc: Accelerator, model: LLM, cards, prompt, precision: Precision = BF16_ALL) -> roofline.StepTime:
     """The pass that prefills a `prompt`-token prompt: no cache to read yet (requests=0), each
-    position attending to half the prompt on average under the causal mask."""
+    position attending to half the prompt on average under the causal mask, and one position's
+    logits: the first token of the reply."""
     prompt = np.asarray(prompt, dtype=float)
-    return roofline.step_time(acc, model, cards, prompt, context=prompt / 2.0, requests=0.0, precision=precision)
+    return roofline.step_time(acc, model, cards, prompt, context=prompt / 2.0, requests=0.0, precision=precision,
+                              logits=1.0)
 
 
 def prefill_s_per_token(acc: Accelerator, model: LLM, cards, prompt, precision: Precision = BF16_ALL):

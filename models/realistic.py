@@ -4,13 +4,14 @@
 neither a byte, a FLOP nor an all-reduce. A measured pass is slower, for two reasons that the
 measurements below can tell apart:
 
-- kernels reach only a share of the datasheet bandwidth (`Efficiency.bandwidth_share`), so the
-  reads take memory_s / share;
+- kernels reach only a share of the datasheet bandwidth (`Efficiency.bandwidth_share`), so
+  every kernel's reads take reads / share;
 - every pass pays a fixed cost (`Efficiency.overhead_s`): launching and synchronising its
   kernels, sampling the token, and whatever else is not counted. A small model's pass is mostly
   this cost: it is launch-bound, not bandwidth-bound.
 
-    estimate = max(memory_s / share, compute_s) + comm_s + overhead_s
+    estimate = the pass priced kernel by kernel as `roofline.pass_time` prices it, each kernel's
+               reads at share x the bandwidth (`StepTime.at_share`), + overhead_s
 
 The arithmetic stays at its datasheet peak: no measurement here is compute-bound, so none can
 say how far below the peak it runs, and past the ridge the estimate is still a floor plus the
@@ -46,7 +47,7 @@ class Efficiency:
 
     def estimate(self, st: StepTime):
         """A realistic time for the pass whose floor is `st`, seconds."""
-        return np.maximum(st.memory_s / self.bandwidth_share, st.compute_s) + st.comm_s + self.overhead_s
+        return st.at_share(self.bandwidth_share) + self.overhead_s
 
 
 def fit() -> Efficiency:

@@ -1,29 +1,37 @@
-"""Roofline step time: one forward pass over N cards, tensor-parallel.
+"""Roofline step time: one forward pass over N cards, tensor-parallel, one kernel at a time.
 
 A pass computes `tokens` positions that belong to `requests` sequences, each of which already
-holds `context` tokens of KV cache. It must
+holds `context` tokens of KV cache. It runs four classes of kernels, one after another, and each
+is priced at its own roofline: the longer of the bytes it reads from HBM and the arithmetic it
+does (Williams et al. 2009). Then the pass takes their sum, plus its communication:
 
-- read, from HBM, the weights it multiplies once (of a mixture of experts, the experts its
-  positions are routed to: `LLM.expert_share`), one input-embedding row per position (an
-  untied input embedding is looked up, not read whole: `LLM.step_params`), and the KV cache of
-  every request once, however many of its positions the pass computes (a verify pass's k + 1
-  positions share one read of their request's cache);
-- do 2 FLOPs per multiplied weight per position, and attention over the cache: per position,
-  layer and cached token, 2 x heads x head_dim FLOPs for the scores and as many for the
-  weighted sum of the values (`attention_flops_per_position`). The blocks' products run at the
-  peak of their weights' format (FP8 where the card has it), the output head's and attention's
-  at the 16-bit peak (`models.precision`);
-- all-reduce its activations across the cards twice per layer, after attention and after the
-  MLP (Megatron-style tensor parallelism, Shoeybi et al. 2019): `comm_s`.
+- the block GEMMs multiply the transformer blocks' weights, each read once however many
+  positions ride along, at 2 FLOPs per weight per position and the peak of the weights' format
+  (FP8 where the card has it: `models.precision`). In a mixture of experts the experts are
+  GEMMs of their own, reading only the experts the positions are routed to
+  (`LLM.expert_share`) and multiplying each position by its `active_experts`;
+- the output head multiplies its matrix for the `logits` positions that need a next-token
+  distribution, at the 16-bit peak;
+- the input embedding is looked up: one row per position of an untied table, read and never
+  multiplied (`LLM.lookup_bytes`);
+- attention reads every request's KV cache once, however many of its positions the pass
+  computes (a verify pass's k + 1 positions share one read), and does 2 x heads x head_dim FLOPs
+  per position, layer and cached token for the scores and as many for the weighted sum
+  (`attention_flops_per_position`), at the 16-bit peak;
+- the cards join their shares (Megatron-style tensor parallelism, Shoeybi et al. 2019): two
+  all-reduces per layer, one of the looked-up embedding rows, and a gather of the head's
+  vocabulary-split logits (`comm_s`).
 
-Reading and arithmetic overlap, so the pass takes the longer of the two; the all-reduces sit
-between layers, where the next layer waits for them, so their time is added. Left out: the new
-keys and values a pass writes (one token's worth per position), activations, and kernel launch
-costs.
+Nothing overlaps. A kernel's reads cannot hide under another kernel's arithmetic: attention's
+cache reads run in their own kernel, bandwidth-bound at any batch, while the block GEMMs turn
+compute-bound at their ridge (`ridge_tokens`) whatever the context. An engine that fuses kernels
+or overlaps the all-reduces with GEMMs can beat this floor by the part it hides; the pages say so.
+Left out: the new keys and values a pass writes (one token's worth per position), activations
+read and written between kernels, and kernel launch costs (`models.realistic` estimates those).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -34,17 +42,33 @@ from .precision import ACTIVATION_BYTES, BF16_ALL, Precision
 
 @dataclass(frozen=True)
 class StepTime:
-    """Arrays broadcast over the inputs; times in seconds."""
+    """Arrays broadcast over the inputs; times in seconds, per card.
 
-    weights_s: np.ndarray   # time to read the weights (and looked-up embedding rows)
-    kv_s: np.ndarray        # time to read the requests' KV cache
-    memory_s: np.ndarray    # the two reads together
-    compute_s: np.ndarray   # time to do the arithmetic, attention included
-    comm_s: np.ndarray      # time in all-reduces across the cards (0 on one card)
-    seconds: np.ndarray     # the step time: the larger of memory and compute, plus communication
-    compute_bound: np.ndarray
-    intensity: np.ndarray   # FLOP per byte read from HBM
+    The kernels' times (`gemm_s`, `head_s`, `lookup_s`, `attention_s`) and `comm_s` add up to
+    `seconds`. The totals of reading (`memory_s`) and of arithmetic (`compute_s`) are what the
+    pass would take if all its kernels were one; the step is never shorter than either."""
+
+    gemm_s: np.ndarray       # the block GEMMs (dense weights, then routed experts), each at its roofline
+    head_s: np.ndarray       # the output head, at its roofline
+    lookup_s: np.ndarray     # the input-embedding rows looked up (a read, no arithmetic)
+    attention_s: np.ndarray  # attention: the KV-cache read or its arithmetic, whichever is longer
+    comm_s: np.ndarray       # all-reduces and the logits gather across the cards (0 on one card)
+    seconds: np.ndarray      # the step: the kernels one after another, plus the communication
+    weights_s: np.ndarray    # reading the weights (and looked-up embedding rows) at full bandwidth
+    kv_s: np.ndarray         # reading the requests' KV cache at full bandwidth
+    memory_s: np.ndarray     # the two reads together
+    compute_s: np.ndarray    # all the arithmetic at its peaks, attention included
+    compute_bound: np.ndarray  # the block GEMMs take longer in arithmetic than in reads (past `ridge_tokens`)
+    intensity: np.ndarray    # FLOP per byte read from HBM, over the whole pass
     utilisation: np.ndarray  # share of peak FLOP/s used during the step
+    # How it was priced: the kernels' pieces and what the pass carried (tokens, cached, attended,
+    # logits), so that the same pass can be priced again at another bandwidth (`at_share`).
+    pieces: "Kernels" = field(default=None, compare=False, repr=False)
+    carried: tuple = field(default=(), compare=False, repr=False)
+
+    def at_share(self, share: float):
+        """The step with every kernel's reads at `share` of the datasheet bandwidth."""
+        return sum(self.pieces.times(*self.carried, share=share))
 
 
 def flops_per_token(model: LLM) -> float:
@@ -60,34 +84,118 @@ def attention_flops_per_position(model: LLM, context):
 
 
 ALLREDUCES_PER_LAYER = 2  # Megatron-LM: one after attention, one after the MLP (forward pass)
+# Besides the layers': the input embedding split by vocabulary across the cards sums its looked-up
+# rows with one all-reduce, and the output head split the same way gathers its logits on one card
+# (vLLM: VocabParallelEmbedding, LogitsProcessor).
+EMBEDDING_ALLREDUCES = 1
+LOGITS_BYTES = ACTIVATION_BYTES  # the head's logits leave it in the activations' 16-bit format
 
 
-def comm_s(acc: Accelerator, model: LLM, cards, tokens):
-    """Seconds a pass spends in all-reduces: 2 per layer, each a fixed cost plus its bytes.
+def allreduces(model: LLM) -> int:
+    """All-reduces of a tensor-parallel forward pass: two per layer and the embedding's one."""
+    return ALLREDUCES_PER_LAYER * model.layers + EMBEDDING_ALLREDUCES
 
-    Each all-reduce sums a `tokens` x hidden activation of 16-bit values across the cards. A ring (or its
-    equivalent over a switch) sends 2 (N - 1) / N of the message from every card, at the
-    one-way link rate. One card sends nothing.
+
+def comm_s(acc: Accelerator, model: LLM, cards, tokens, logits=None):
+    """Seconds a pass spends joining the cards' shares, each collective a fixed cost plus its bytes.
+
+    Each all-reduce sums a `tokens` x hidden activation of 16-bit values across the cards. A ring
+    (or its equivalent over a switch or a full mesh) sends 2 (N - 1) / N of the message from every
+    card at the one-way rate the card has to its group (`Accelerator.peer_bandwidth`). The gather
+    brings the other cards' shares of the `logits` positions' vocabulary-wide logits to one card,
+    (N - 1) / N of them, at the same rate. One card sends nothing.
     """
-    cards = np.asarray(cards, dtype=float)
     tokens = np.asarray(tokens, dtype=float)
-    message = tokens * model.hidden * ACTIVATION_BYTES
-    one = acc.allreduce_latency + 2.0 * (cards - 1.0) / cards * message / acc.link_bandwidth
-    return np.where(cards > 1, ALLREDUCES_PER_LAYER * model.layers * one, 0.0)
+    logits = tokens if logits is None else np.asarray(logits, dtype=float)
+    return step_time(acc, model, cards, tokens, 0.0, requests=0.0, logits=logits).comm_s
+
+
+@dataclass(frozen=True)
+class Kernels:
+    """One model's pass on given cards as the pieces each kernel class is priced from: seconds on
+    one card per unit of what the pass carries (`tokens` positions, `cached` tokens of KV cache
+    read, `attended` cached tokens attended to in all, `logits` positions through the head).
+
+    `times` is the one place a pass is priced: `pass_time` calls it on arrays, and the serving
+    simulation (`models.serving.PassCost`), which prices hundreds of thousands of passes one at
+    a time, on plain floats with Python's own `max`.
+    """
+
+    dense_read: float        # the blocks' dense weights (all of a dense model's), read once
+    dense_position: float    # their arithmetic per position
+    expert_read: float       # every expert of every layer, read once
+    expert_miss: float       # the chance that one position's router passes an expert by (0 when dense)
+    expert_position: float   # the routed experts' arithmetic per position
+    head_read: float         # the output head's matrix
+    head_logit: float        # its arithmetic per position through it
+    lookup_position: float   # one looked-up row of an untied input embedding
+    kv_cached: float         # one cached token read by attention
+    attention_attended: float  # attention's arithmetic per cached token attended to
+    comm_pass: float         # the all-reduces' fixed costs
+    comm_position: float     # their bytes per position
+    gather_pass: float       # the logits gather's fixed cost, when any position makes logits
+    gather_logit: float      # its bytes per position through the head
+
+    @classmethod
+    def of(cls, acc: Accelerator, model: LLM, cards, precision: Precision = BF16_ALL) -> "Kernels":
+        """The pieces on `cards` cards (an array of card counts gives arrays of pieces)."""
+        n = np.asarray(cards, dtype=float)
+        w, bw, peak = precision.weights.bytes, n * acc.bandwidth, n * acc.peak(precision.weights)
+        dense = model.block_params - model.expert_params  # attention projections, norms, router
+        routed = model.active_block_params - dense         # the expert weights one position multiplies
+        group = np.maximum(n, 2.0)  # one card talks to nobody: its collectives cost nothing below
+        rate, talks = acc.peer_bandwidth(group), np.where(n > 1, 1.0, 0.0)
+        fields = dict(
+            dense_read=dense * w / bw, dense_position=2.0 * dense / peak,
+            expert_read=model.expert_params * w / bw,
+            expert_miss=1.0 - model.active_experts / model.experts if model.experts else 0.0,
+            expert_position=2.0 * routed / peak,
+            head_read=model.head_params * ACTIVATION_BYTES / bw, head_logit=2.0 * model.head_params / (n * acc.flops),
+            lookup_position=model.lookup_bytes(1) / bw,
+            kv_cached=kv_bytes_per_token(model, precision.kv.bytes) / bw,
+            attention_attended=float(attention_flops_per_position(model, 1.0)) / (n * acc.flops),
+            comm_pass=talks * allreduces(model) * acc.allreduce_latency,
+            comm_position=talks * allreduces(model) * 2.0 * (group - 1.0) / group * model.hidden * ACTIVATION_BYTES / rate,
+            gather_pass=talks * acc.allreduce_latency,
+            gather_logit=talks * (group - 1.0) / group * model.vocab * LOGITS_BYTES / rate,
+        )
+        return cls(**{k: (float(v) if np.ndim(v) == 0 else v) for k, v in fields.items()})
+
+    def reads(self, tokens, cached, logits):
+        """(GEMMs, lookup, cache) seconds of reading; a mixture reads the experts its positions reach."""
+        reach = 1.0 - self.expert_miss ** tokens if self.expert_miss else 1.0
+        return (self.dense_read + self.expert_read * reach + self.head_read,
+                self.lookup_position * tokens, self.kv_cached * cached)
+
+    def times(self, tokens, cached, attended, logits, mx=np.maximum, share=1.0):
+        """(block GEMMs, head, lookup, attention, communication) seconds of one pass, its reads at
+        `share` of the datasheet bandwidth (`models.realistic`; 1, the floor, by default)."""
+        reach = 1.0 - self.expert_miss ** tokens if self.expert_miss else 1.0
+        gemm = mx(self.dense_read / share, self.dense_position * tokens) + mx(self.expert_read * reach / share,
+                                                                              self.expert_position * tokens)
+        head = mx(self.head_read / share, self.head_logit * logits)
+        attention = mx(self.kv_cached * cached / share, self.attention_attended * attended)
+        comm = (self.comm_pass + self.comm_position * tokens
+                + (logits > 0) * (self.gather_pass + self.gather_logit * logits))
+        return gemm, head, self.lookup_position * tokens / share, attention, comm
+
+    def seconds(self, tokens: float, cached: float, attended: float, logits: float | None = None) -> float:
+        """`times` added up, on plain floats."""
+        return sum(self.times(tokens, cached, attended, tokens if logits is None else logits, max))
 
 
 def compute_seconds(acc: Accelerator, model: LLM, tokens, context=0.0, precision: Precision = BF16_ALL,
-                    attended=None, logits=None):
-    """Seconds of arithmetic on one card for a pass over `tokens` positions: the blocks' products
-    at their format's peak, the output head's and attention's at the 16-bit peak. Each position
-    attends to `context` cached tokens, unless `attended` gives the total over all positions.
-    The output head runs for `logits` positions, by default all of them (see `pass_time`)."""
+                    attended=None, logits=None, cards=1):
+    """Seconds of arithmetic on `cards` cards for a pass over `tokens` positions: the blocks'
+    products at their format's peak, the output head's and attention's at the 16-bit peak. Each
+    position attends to `context` cached tokens, unless `attended` gives the total over all
+    positions. The output head runs for `logits` positions, by default all of them."""
+    k = Kernels.of(acc, model, cards, precision)
     tokens = np.asarray(tokens, dtype=float)
     attended = tokens * np.asarray(context, dtype=float) if attended is None else np.asarray(attended, dtype=float)
     logits = tokens if logits is None else np.asarray(logits, dtype=float)
-    blocks = 2.0 * model.active_block_params * tokens / acc.peak(precision.weights)
-    rest = (logits * 2.0 * model.head_params + attention_flops_per_position(model, attended)) / acc.flops
-    return blocks + rest
+    return ((k.dense_position + k.expert_position) * tokens + k.head_logit * logits
+            + k.attention_attended * attended)
 
 
 def step_time(acc: Accelerator, model: LLM, cards, tokens, context=0.0, requests=None,
@@ -107,52 +215,47 @@ def pass_time(acc: Accelerator, model: LLM, cards, tokens, cached, attended,
     them, each read once, while the positions attend to `attended` cached tokens in all.
 
     The general form of `step_time`, for a pass that mixes requests of different contexts: a
-    server's step that carries decodes and chunks of prompts together (`models.serving`). Only
-    `logits` of the positions (default: all) go through the output head: a server needs the
-    next-token distribution of a decode, and of a prompt's last position, and of no other prompt
-    position. The head's weights are read either way.
+    server's step that carries decodes and chunks of prompts together (`models.serving`). Its
+    attention is one kernel over all of them, priced on their totals. Only `logits` of the
+    positions (default: all) go through the output head: a server needs the next-token
+    distribution of a decode, and of a prompt's last position, and of no other prompt position.
+    The head's weights are read either way.
     """
-    cards = np.asarray(cards, dtype=float)
     tokens = np.asarray(tokens, dtype=float)
-    weights = model.read_bytes(tokens, precision)
-    kv = np.asarray(cached, dtype=float) * kv_bytes_per_token(model, precision.kv.bytes)
+    cached, attended = np.asarray(cached, dtype=float), np.asarray(attended, dtype=float)
     rows = tokens if logits is None else np.asarray(logits, dtype=float)  # positions through the head
-    skipped = 2.0 * model.head_params * (tokens - rows)  # head products of positions that make no token
-    flops = tokens * flops_per_token(model) - skipped + attention_flops_per_position(model, attended)
-    weights_s = weights / (cards * acc.bandwidth)
-    kv_s = kv / (cards * acc.bandwidth)
-    memory_s = weights_s + kv_s
-    compute_s = compute_seconds(acc, model, tokens, precision=precision, attended=attended, logits=rows) / cards
-    talk = comm_s(acc, model, cards, tokens)
-    seconds = np.maximum(memory_s, compute_s) + talk
+    k = Kernels.of(acc, model, cards, precision)
+    gemm, head, lookup, attention, talk = k.times(tokens, cached, attended, rows)
+    seconds = gemm + head + lookup + attention + talk
+    gemm_reads, lookup_reads, kv_s = k.reads(tokens, cached, rows)
+    block_arithmetic = (k.dense_position + k.expert_position) * tokens
+    compute_s = block_arithmetic + k.head_logit * rows + k.attention_attended * attended
+    weights_s = gemm_reads + lookup_reads
+    flops = (2.0 * model.active_block_params * tokens + 2.0 * model.head_params * rows
+             + attention_flops_per_position(model, attended))
+    read = (weights_s + kv_s) * np.asarray(cards, dtype=float) * acc.bandwidth
+    zero = 0.0 * seconds
     return StepTime(
-        weights_s=weights_s,
-        kv_s=kv_s,
-        memory_s=memory_s,
-        compute_s=compute_s,
-        comm_s=talk,
-        seconds=seconds,
-        compute_bound=compute_s > memory_s,
-        intensity=flops / (weights + kv) + 0.0 * cards,
-        utilisation=compute_s / seconds,
+        gemm_s=gemm + zero, head_s=head + zero, lookup_s=lookup + zero, attention_s=attention + zero,
+        comm_s=talk + zero, seconds=seconds, weights_s=weights_s + zero, kv_s=kv_s + zero,
+        memory_s=weights_s + kv_s + zero, compute_s=compute_s + zero,
+        compute_bound=block_arithmetic > gemm_reads - k.head_read, intensity=flops / read + zero,
+        utilisation=compute_s / seconds, pieces=k, carried=(tokens, cached, attended, rows),
     )
 
 
-def ridge_tokens(acc: Accelerator, model: LLM, context=0.0, precision: Precision = BF16_ALL):
-    """Decode batch at which the arithmetic takes as long as the reads (one position a request).
+def ridge_tokens(acc: Accelerator, model: LLM, precision: Precision = BF16_ALL):
+    """Positions a pass needs for its block GEMMs, the products with the transformer blocks'
+    weights, to take as long in arithmetic as in reads: the GEMMs' ridge. Past it they are
+    compute-bound.
 
-    Both sides grow linearly in the batch B: reads = fixed weights + B x (embedding row + context
-    x KV bytes a token), arithmetic = B x (seconds of one position's products). Solves for B. Past
-    a certain context every request brings more bytes than its arithmetic can cover, and decode
-    never turns compute-bound: then `inf`.
+    Their reads are fixed (every block weight once) and their arithmetic grows with the positions,
+    so the ridge is the ratio. It does not depend on the context: the cache is read by attention,
+    a kernel of its own that no GEMM's arithmetic hides. Nor on how many positions go through the
+    output head, a GEMM of its own (16-bit, with its own ridge at the card's 16-bit peak over its
+    bandwidth). A mixture of experts reads more experts as the positions grow
+    (`LLM.expert_share`); by the batches where a ridge can lie they reach every expert (Mixtral
+    8x7B: 99.98% from 30 positions), so the fixed reads are all the block weights.
     """
-    context = np.asarray(context, dtype=float)
-    # A mixture of experts reads more experts as the batch grows (`LLM.expert_share`); by the
-    # batches where a ridge can lie, the positions reach every expert (Mixtral 8x7B: 99.98% from
-    # 30 positions), so the fixed reads are all the multiplied weights.
-    fixed = model.multiplied_bytes(np.inf, precision) / acc.bandwidth
-    per_request = (model.lookup_bytes(1) + context * kv_bytes_per_token(model, precision.kv.bytes)) / acc.bandwidth
-    gain = compute_seconds(acc, model, 1.0, context, precision) - per_request
-    with np.errstate(divide="ignore"):
-        out = np.where(gain > 0, fixed / np.where(gain > 0, gain, 1.0), np.inf)
-    return out if out.ndim else float(out)
+    k = Kernels.of(acc, model, 1, precision)
+    return (k.dense_read + k.expert_read) / (k.dense_position + k.expert_position)

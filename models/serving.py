@@ -2,7 +2,7 @@
 
 Requests arrive as a Poisson process. Each brings a prompt and asks for a number of output
 tokens, both drawn from seeded log-normal distributions (`traffic`). The server runs one model
-pass at a time (`roofline.pass_time`, through its linear form `PassCost`) and schedules at
+pass at a time (`roofline.pass_time`, priced on plain floats by `PassCost`) and schedules at
 every pass, as Orca's iteration-level scheduling does, in one of two ways:
 
 - "prefill-first": when a waiting request can be admitted, the next pass prefills the waiting
@@ -36,7 +36,7 @@ import numpy as np
 from . import kvcache
 from .catalogue import LLM, Accelerator
 from .precision import BF16_ALL, Precision
-from .roofline import pass_time
+from .roofline import Kernels
 
 # The workload, fixed here so that every figure and number on a page agrees.
 N_REQUESTS = 400
@@ -92,58 +92,37 @@ def traffic(n: int = N_REQUESTS, seed: int = SEED) -> Traffic:
 
 
 @dataclass(frozen=True)
-class PassCost:
-    """`roofline.pass_time` for one model on given cards, as the linear pieces it is made of:
+class PassCost(Kernels):
+    """`roofline.pass_time` for one model on given cards, priced on plain floats: the same
+    `roofline.Kernels`, whose `seconds` adds up each kernel class at its own roofline,
 
-    memory = m0 + m_tok x tokens + m_kv x cached;
-    compute = c_tok x tokens + c_logit x logits + c_att x attended;
-    seconds = max(memory, compute) + comm0 + comm_tok x tokens,
+    seconds = max(weights read, GEMM arithmetic) per GEMM class + max(head read, head arithmetic)
+              + looked-up rows + max(cache read, attention arithmetic) + communication,
 
     where `logits` counts the positions that go through the output head: every decode, and the
-    last position of each prompt that a pass finishes.
+    last position of each prompt that a pass finishes. The simulation prices hundreds of
+    thousands of passes, one at a time, and plain Python arithmetic is what makes that
+    affordable; tests check that `seconds` agrees with `pass_time`.
 
-    The simulation prices hundreds of thousands of passes, one at a time, and plain Python
-    arithmetic on these seven numbers is what makes that affordable. The coefficients are read
-    off `pass_time` itself, and tests check that `seconds` agrees with it.
+    A run of decode steps has a closed form: every step carries the same `n` positions, so all
+    but attention cost the same each step, and attention reads and attends to the same cache,
+    which grows by `n` tokens a step, so it is one line (`decode_steps`).
     """
-
-    m0: float
-    m_tok: float
-    m_kv: float
-    c_tok: float
-    c_logit: float
-    c_att: float
-    comm0: float
-    comm_tok: float
 
     @classmethod
     def of(cls, acc: Accelerator, model: LLM, cards: int, precision: Precision = BF16_ALL) -> "PassCost":
-        probe = pass_time(acc, model, cards, tokens=np.array([0.0, 1.0, 0.0, 0.0, 0.0]),
-                          cached=np.array([0.0, 0.0, 1.0, 0.0, 0.0]), attended=np.array([0.0, 0.0, 0.0, 1.0, 0.0]),
-                          logits=np.array([0.0, 0.0, 0.0, 0.0, 1.0]), precision=precision)
-        mem, comp, comm = probe.memory_s, probe.compute_s, probe.comm_s
-        return cls(float(mem[0]), float(mem[1] - mem[0]), float(mem[2] - mem[0]), float(comp[1] - comp[0]),
-                   float(comp[4] - comp[0]), float(comp[3] - comp[0]), float(comm[0]), float(comm[1] - comm[0]))
+        return cls(**vars(Kernels.of(acc, model, cards, precision)))
 
-    def seconds(self, tokens: float, cached: float, attended: float, logits: float | None = None) -> float:
-        memory = self.m0 + self.m_tok * tokens + self.m_kv * cached
-        compute = self.c_tok * tokens + self.c_logit * (tokens if logits is None else logits) + self.c_att * attended
-        return (memory if memory > compute else compute) + self.comm0 + self.comm_tok * tokens
+    def _decode_line(self, n: int, cached: float) -> tuple[float, float]:
+        """(first step's seconds, growth a step) of decode steps of `n` requests from `cached` tokens."""
+        gemm, head, lookup, _, comm = self.times(n, 0.0, 0.0, n, max)
+        per_token = max(self.kv_cached, self.attention_attended)  # decode attends to exactly what it reads
+        return gemm + head + lookup + comm + per_token * cached, per_token * n
 
     def decode_steps(self, n: int, cached: float, steps: int) -> float:
         """Seconds of `steps` decode steps of `n` requests whose caches hold `cached` tokens in
         all at the first step and grow by one token a request each step."""
-        a1, b1 = self.m0 + self.m_tok * n + self.m_kv * cached, self.m_kv * n
-        a2, b2 = (self.c_tok + self.c_logit) * n + self.c_att * cached, self.c_att * n
-        fixed = steps * (self.comm0 + self.comm_tok * n)
-        first, last = a2 > a1, a2 + b2 * (steps - 1) > a1 + b1 * (steps - 1)
-        if first == last:
-            a, b = (a2, b2) if first else (a1, b1)
-            return fixed + _line_sum(a, b, 0, steps)
-        # The two lines cross once, inside the stretch.
-        cross = min(max(int(math.floor((a1 - a2) / (b2 - b1))) + 1, 1), steps - 1)
-        before, after = ((a2, b2), (a1, b1)) if first else ((a1, b1), (a2, b2))
-        return fixed + _line_sum(*before, 0, cross) + _line_sum(*after, cross, steps)
+        return _line_sum(*self._decode_line(n, cached), 0, steps)
 
     def stretch(self, n: int, cached: float, most: int, seconds: float = math.inf) -> tuple[int, float]:
         """Decode steps of `n` requests from `cached` tokens: the fewest steps, at most `most`,
@@ -151,30 +130,15 @@ class PassCost:
         whole = self.decode_steps(n, cached, most)
         if whole < seconds:
             return most, whole
-        # First guess: the root of K a + b K (K - 1) / 2 = seconds for the side (reads or
-        # arithmetic) that sets the first step; it is exact unless the sides cross, and then the
-        # bisection below finds the count.
-        reads = self.m0 + self.m_tok * n + self.m_kv * cached
-        arithmetic = (self.c_tok + self.c_logit) * n + self.c_att * cached
-        a = max(reads, arithmetic) + self.comm0 + self.comm_tok * n
-        b = (self.m_kv if reads >= arithmetic else self.c_att) * n
+        # The root of K a + b K (K - 1) / 2 = seconds, then the whole step count on either side of it.
+        a, b = self._decode_line(n, cached)
         guess = seconds / a if b == 0 else (-(a - b / 2) + math.sqrt((a - b / 2) ** 2 + 2 * b * seconds)) / b
         k = min(max(math.ceil(guess - 1e-9), 1), most)
-        lo, hi = 1, most  # decode_steps(hi) >= seconds throughout
-        spent = self.decode_steps(n, cached, k)
-        if spent >= seconds:
-            if k == 1 or self.decode_steps(n, cached, k - 1) < seconds:
-                return k, spent
-            hi = k - 1
-        else:
-            lo = k + 1
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self.decode_steps(n, cached, mid) >= seconds:
-                hi = mid
-            else:
-                lo = mid + 1
-        return lo, self.decode_steps(n, cached, lo)
+        while k > 1 and self.decode_steps(n, cached, k - 1) >= seconds:
+            k -= 1
+        while self.decode_steps(n, cached, k) < seconds:
+            k += 1
+        return k, self.decode_steps(n, cached, k)
 
 
 def _line_sum(a: float, b: float, i: int, j: int) -> float:

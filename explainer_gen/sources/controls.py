@@ -243,20 +243,21 @@ class Resolved:
             raise ValueError(f"model must be 'target' or 'draft', got {which!r}")
         return self.target if which == "target" else self.draft
 
-    def forward(self, tokens, context=None, requests=None, which: str = "target", on=None) -> roofline.StepTime:
+    def forward(self, tokens, context=None, requests=None, which: str = "target", on=None,
+                logits=None) -> roofline.StepTime:
         """A pass of the target (or draft) over `tokens` positions on the scenario's cards (or on
         `on` of them), in its formats: by default a decode pass of `tokens` requests at the
-        scenario's context."""
+        scenario's context, every position through the output head (or `logits` of them)."""
         return roofline.step_time(self.acc, self.model(which), self.cards if on is None else on, tokens,
-                                  self.context_or(context), requests, self.precision)
+                                  self.context_or(context), requests, self.precision, logits)
 
     def prefill(self, prompt) -> roofline.StepTime:
         """The pass that prefills a `prompt`-token prompt of the target (models.prefill)."""
         return prefill.prefill_step(self.acc, self.target, self.cards, prompt, self.precision)
 
-    def ridge_tokens(self, context=0.0, which: str = "target"):
-        """Decode batch at which arithmetic overtakes the reads, at `context` tokens a request."""
-        return roofline.ridge_tokens(self.acc, self.model(which), context, self.precision)
+    def ridge_tokens(self, which: str = "target"):
+        """Positions a pass needs for its weight GEMMs to turn compute-bound (any context)."""
+        return roofline.ridge_tokens(self.acc, self.model(which), self.precision)
 
     @property
     def peak(self) -> float:

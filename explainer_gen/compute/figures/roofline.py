@@ -1,8 +1,11 @@
 """The roofline of one accelerator: attainable FLOP/s against arithmetic intensity, log-log.
 
 The roof is two straight lines on log axes (bandwidth x intensity, then the flat peak), so
-three points draw it exactly. Prefill and decode are points on it that follow two sliders:
-the prompt length (tokens per prefill pass) and the decode batch (tokens per decode pass).
+three points draw it exactly. Prefill and decode are points that follow two sliders: the
+prompt length (tokens per prefill pass) and the decode batch (tokens per decode pass). Each is
+placed at its pass's intensity and at the FLOP/s it attains over the whole step, the same step
+the prose prices (`roofline.step_time`): its kernels one after another and its all-reduces, so a
+point sits below the roof by the time its pass spends outside its bound.
 """
 from __future__ import annotations
 
@@ -47,11 +50,10 @@ class Roofline(FigureKind):
 
         def phase(what: str, tokens: np.ndarray, **sl) -> Columns:
             st = phase_pass(r, what, tokens)
-            # Attained FLOP/s per card: the pass's FLOPs (intensity x bytes read) over the longer of
-            # its reads and its arithmetic (the all-reduces sit outside the roofline).
+            # Attained FLOP/s per card: the pass's FLOPs on one card (intensity x bytes it reads)
+            # over the whole step, all-reduces included.
             flops = st.intensity * st.memory_s * acc.bandwidth
-            return part(what, len(tokens), intensity=st.intensity,
-                        tflops=flops / np.maximum(st.memory_s, st.compute_s) / 1e12, **sl)
+            return part(what, len(tokens), intensity=st.intensity, tflops=flops / st.seconds / 1e12, **sl)
 
         prompts, batches = grid["prompt"], grid["batch"]
         return stack([
@@ -95,19 +97,23 @@ class Roofline(FigureKind):
 
     description = ("Log-log roofline of the {acc}: attainable FLOP/s rises with arithmetic intensity until the "
                    "ridge at {ridge} FLOP per byte, then stays flat at {peak} TFLOP/s. Decode at a batch of "
-                   "{batch} sits {decode_where}; prefill of a {prompt}-token prompt sits {prefill_where}.")
+                   "{batch} sits {decode_where}, attaining {decode_share} of the peak over its whole step; prefill "
+                   "of a {prompt}-token prompt sits {prefill_where}, attaining {prefill_share}. Each point sits "
+                   "below the roof by the time its step spends in kernels bound otherwise and in all-reduces.")
 
     def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
         def where(intensity: float) -> str:
             if intensity >= r.ridge:
-                return "on the flat roof"
+                return "under the flat roof"
             return "far down the bandwidth slope" if intensity < r.ridge / 4 else "on the slope below the ridge"
         # From the model at the position, as the points are: facts() has no slider steps to look rows up by.
         batch, prompt = position["batch"], position["prompt"]
         return {"acc": r.acc.name, "ridge": f"{r.ridge:.0f}", "peak": f"{r.peak / 1e12:g}",
                 "batch": f"{batch:g}", "prompt": f"{prompt:,.0f}",
                 "decode_where": where(float(phase_pass(r, "decode", batch).intensity)),
-                "prefill_where": where(float(phase_pass(r, "prefill", prompt).intensity))}
+                "prefill_where": where(float(phase_pass(r, "prefill", prompt).intensity)),
+                "decode_share": f"{float(phase_pass(r, 'decode', batch).utilisation):.1%}",
+                "prefill_share": f"{float(phase_pass(r, 'prefill', prompt).utilisation):.0%}"}
 
 
 def phase_pass(r: Resolved, phase: str, tokens) -> roofline.StepTime:

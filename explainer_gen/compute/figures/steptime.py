@@ -1,10 +1,11 @@
-"""Step time against tokens per pass: the weight-read floor, the compute slope, and the two
-passes that run between and above them.
+"""Step time against tokens per pass: the weight-read floor, the arithmetic's slope, and the two
+passes that run above them.
 
 The floor and the slope are straight lines on log-log axes, so their end points draw them. The
-passes are not: each adds its all-reduces, and a decode pass also reads every request's cache,
-so the prefill and decode curves are drawn from points four to a doubling, with the ridge among
-them. Prefill and decode points ride their curves with the same sliders as the roofline.
+passes are not: each adds up its kernels at their own rooflines and its all-reduces, and a decode
+pass also reads every request's cache in its attention kernel, so the prefill and decode curves
+are drawn from points four to a doubling, with the ridge among them. Prefill and decode points
+ride their curves with the same sliders as the roofline.
 
 Above each curve a band reaches from that floor to the realistic estimate of the same pass
 (models.realistic): the reads at the achieved share of bandwidth, plus the fixed cost of a pass.
@@ -110,17 +111,17 @@ class StepTime(FigureKind):
                 (f"Prefill, {p:g}-token prompt", "prefill", rows_at(cols, sliders, {"prompt": p}, what="prefill"))]:
             tokens, ms = cols["tokens"][mask][0], cols["ms"][mask][0]
             st = r.forward(tokens, context=0) if phase == "ridge" else phase_pass(r, phase, tokens)
-            bound = "compute" if bool(st.compute_bound) else "bandwidth"
+            bound = "arithmetic" if bool(st.compute_bound) else "reads"
             estimate = float(realistic.fit().estimate(st)) * 1e3
             rows.append([label, f"{tokens:,.0f}", f"{ms:,.2f}", f"{estimate:,.2f}", bound])
         return TableView(caption=f"Step time of {r.target.name} on {r.cards} × {r.acc.name}: the roofline floor, "
                                  f"and the realistic estimate (achieved bandwidth and a fixed cost per pass)",
-                         headers=["Point", "Tokens per pass", "Floor (ms)", "Estimate (ms)", "Bound by"], rows=rows)
+                         headers=["Point", "Tokens per pass", "Floor (ms)", "Estimate (ms)", "Block GEMMs bound by"], rows=rows)
 
     description = ("Log-log chart of step time against tokens per pass for {target} on {cards} × {acc}. Reading the "
-                   "weights takes {floor}, and arithmetic overtakes it at about {ridge} tokens. A prefill pass takes "
-                   "{prefill_one} for one token, all-reduces included, and rises in proportion to the tokens past the "
-                   "ridge. A decode pass also reads each request's {context}-token cache: {decode_shape} A shaded band "
+                   "weights takes {floor}, and the block GEMMs' arithmetic overtakes their reads at about {ridge} tokens. "
+                   "A prefill pass takes {prefill_one} for one token, all-reduces included, and rises in proportion to "
+                   "the tokens past the ridge. A decode pass also reads each request's {context}-token cache: {decode_shape} A shaded band "
                    "above each curve reaches to a realistic estimate of the same pass: {decode_estimate} for a decode "
                    "pass at batch one.")
 

@@ -33,7 +33,7 @@ class BatchThroughput(FigureKind):
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         cap = r.memory_cap()
-        ridge = r.ridge_tokens(r.context)
+        ridge = r.ridge_tokens()
         marks = [b for b in (ridge, cap) if b <= min(cap, BATCHES[-1])]
         batches = np.unique(np.concatenate([BATCHES[BATCHES <= cap], marks]))
 
@@ -87,15 +87,16 @@ class BatchThroughput(FigureKind):
                    "{shape}")
 
     def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
-        ridge, cap = r.ridge_tokens(r.context), r.memory_cap()
+        ridge, cap = r.ridge_tokens(), r.memory_cap()
         if ridge <= cap:
-            shape = (f"throughput climbs almost in proportion to the batch while time per token stays nearly flat, "
-                     f"up to a batch of about {ridge:,.0f}; beyond it throughput flattens and time per token rises, "
-                     f"until memory runs out at {cap:,.0f} requests.")
+            shape = (f"throughput climbs almost in proportion to the batch while time per token rises slowly with "
+                     f"every request's cache read, up to a batch of about {ridge:,.0f}, where the weight GEMMs turn "
+                     f"compute-bound; beyond it throughput grows more slowly and time per token rises faster, until "
+                     f"memory runs out at {cap:,.0f} requests.")
         else:
             shape = (f"throughput climbs with the batch while time per token rises slowly with every request's "
-                     f"cache read, until memory runs out at {cap:,.0f} requests, before the arithmetic is ever the "
-                     f"limit.")
+                     f"cache read, until memory runs out at {cap:,.0f} requests, before the weight GEMMs turn "
+                     f"compute-bound.")
         return {"target": r.target.name, "cards": f"{r.cards}", "acc": r.acc.name, "context": f"{r.context:,}",
                 "shape": shape}
 

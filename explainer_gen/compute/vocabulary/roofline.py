@@ -9,6 +9,7 @@ import numpy as np
 
 from models.catalogue import Catalogue
 from models.precision import WEIGHT_FORMATS
+from models import roofline
 from models.roofline import ALLREDUCES_PER_LAYER
 
 from ...sources.controls import Resolved
@@ -31,9 +32,10 @@ def step(scenario: Resolved, tokens=1, which: str = "target", context=None, weig
 
 
 @topic.term(depends=("scenario",))
-def compute_time(scenario: Resolved, tokens=1, which: str = "target", context=None):
-    """The arithmetic alone of that pass (attention included), seconds."""
-    return _pass(scenario, tokens, which, context).compute_s
+def compute_time(scenario: Resolved, tokens=1, which: str = "target", context=None, logits=None):
+    """The arithmetic alone of that pass (attention included), seconds; `logits` positions through
+    the output head (default: every position, as in decode; 0 for a prompt position that makes no token)."""
+    return scenario.forward(tokens, context, which=which, logits=logits).compute_s
 
 
 @topic.term(depends=("scenario",))
@@ -50,7 +52,7 @@ def kv_time(scenario: Resolved, tokens=1, which: str = "target", context=None):
 
 @topic.term(depends=("scenario",))
 def comm_time(scenario: Resolved, tokens=1, which: str = "target"):
-    """Seconds that pass spends in all-reduces across the cards (0 on one card)."""
+    """Seconds that pass spends in all-reduces and the logits gather across the cards (0 on one card)."""
     return _pass(scenario, tokens, which).comm_s
 
 
@@ -85,6 +87,12 @@ def allreduces_per_layer() -> int:
 
 
 @topic.term(depends=("scenario",))
+def allreduces(scenario: Resolved, which: str = "target") -> int:
+    """All-reduces in one tensor-parallel forward pass: two a layer and the embedding's one."""
+    return roofline.allreduces(scenario.model(which))
+
+
+@topic.term(depends=("scenario",))
 def allreduce_us(scenario: Resolved) -> float:
     """The assumed fixed cost of one all-reduce on the scenario's accelerator, microseconds."""
     return scenario.acc.allreduce_us
@@ -92,8 +100,16 @@ def allreduce_us(scenario: Resolved) -> float:
 
 @topic.term(depends=("scenario",))
 def link_gbps(scenario: Resolved) -> float:
-    """The accelerator's interconnect to its peers, GB/s one way."""
-    return scenario.acc.link_gbps
+    """The rate one card of the scenario sends to the other cards of its group, GB/s one way: all
+    its links behind a switch, the links to its group's cards on a full mesh."""
+    return scenario.acc.peer_bandwidth(max(scenario.cards, 2)) / 1e9
+
+
+@topic.term(depends=("scenario",))
+def mesh_links(scenario: Resolved) -> int:
+    """Point-to-point links a card of the scenario has when its cards form a full mesh with no
+    switch (the MI300X: 7); 0 behind a switch."""
+    return scenario.acc.mesh_links or 0
 
 
 @topic.term(depends=("scenario",))
@@ -122,17 +138,28 @@ def weight_value_bytes(scenario: Resolved, weights=None) -> float:
 
 
 @topic.term(depends=("scenario",))
-def ridge_tokens(scenario: Resolved, which: str = "target", context=0, weights=None):
-    """Requests per decode pass at which the arithmetic takes as long as the reads, at `context`
-    tokens of cache each (0 by default: the weights alone); inf where it never does."""
-    return scenario.in_formats(weights).ridge_tokens(context, which)
+def ridge_tokens(scenario: Resolved, which: str = "target", weights=None):
+    """Positions per pass at which the weight GEMMs take as long in arithmetic as in reads (the
+    GEMMs' ridge, models.roofline.ridge_tokens); the same at every context."""
+    return scenario.in_formats(weights).ridge_tokens(which)
 
 
 @topic.term(depends=("scenario",))
-def compute_bound_batch(scenario: Resolved, context=None, weights=None):
-    """The smallest whole batch whose arithmetic outlasts the reads at the scenario's context
-    (or `context`); inf where none does."""
-    return np.floor(scenario.in_formats(weights).ridge_tokens(scenario.context_or(context))) + 1
+def compute_bound_batch(scenario: Resolved, weights=None):
+    """The smallest whole decode batch whose weight GEMMs are compute-bound: the first past the ridge."""
+    return np.floor(scenario.in_formats(weights).ridge_tokens()) + 1
+
+
+KERNELS = {"gemm": "gemm_s", "head": "head_s", "lookup": "lookup_s", "attention": "attention_s", "comm": "comm_s"}
+
+
+@topic.term(depends=("scenario",))
+def kernel_time(scenario: Resolved, kernel: str, tokens=1, which: str = "target", context=None):
+    """Seconds one kernel class takes in a decode pass of `tokens` requests, at its own roofline:
+    kernel_time('gemm') (the block GEMMs), 'head', 'lookup' (embedding rows), 'attention', 'comm'."""
+    if kernel not in KERNELS:
+        raise ValueError(f"unknown kernel {kernel!r}; one of {', '.join(KERNELS)}")
+    return getattr(_pass(scenario, tokens, which, context), KERNELS[kernel])
 
 
 @topic.term(depends=("scenario",))

@@ -112,6 +112,15 @@ def memory_cap(scenario: Resolved, context=None, weights=None):
 
 
 @topic.term(depends=("scenario",))
+def stops_paying_at(scenario: Resolved, a, k, context=None, weights=None):
+    """The first batch at which speculation is slower than plain decoding among those that fit in
+    memory: 1 where even batch one is slower, inf where it pays at every batch that fits."""
+    cap = memory_cap(scenario, context, weights)
+    first = _first_slower(scenario, a, k, context, weights)
+    return np.where((first < 0) | (first > cap), np.inf, np.maximum(first, 1)).astype(float)
+
+
+@topic.term(depends=("scenario",))
 def pays_up_to(scenario: Resolved, a, k, context=None, weights=None):
     """The largest batch at which speculation still pays and the batch fits in memory: the
     memory cap where speculation pays all the way to it, 0 where it never pays."""
