@@ -2,7 +2,8 @@
 
 Memory is counted from Llama 3 70B's config (80 layers, hidden 8192, 64 query and 8 KV heads of
 128, vocabulary 128256, untied head) and Llama 3.2 1B's; drafting time is a roofline worked out
-here from those counts (bytes read, FLOPs, two all-reduces per layer), not taken from the module.
+here from those counts (each kernel's bytes read or FLOPs, two all-reduces per layer and the
+embedding's, the logits gather), not taken from the module.
 """
 from __future__ import annotations
 
@@ -76,31 +77,46 @@ def test_a_separate_draft_costs_the_slots_kvcache_says():
                 assert np.array_equal(mine, theirs), (precision, acc.key, cards, mine, theirs)
 
 
-def _roofline_s(acc, cards, weight_bytes, positions, cache_bytes, flops, layers, hidden=HIDDEN):
-    """A pass by hand: the reads or the arithmetic, whichever is longer, on `cards` cards in BF16,
-    plus two all-reduces a layer of `positions` x `hidden` 16-bit activations (a ring sends 2 (N - 1) / N)."""
-    reads = (weight_bytes + cache_bytes) / (cards * acc.bandwidth)
-    arithmetic = flops / (cards * acc.flops)
-    ring = 2 * (cards - 1) / cards * positions * hidden * BF16 / acc.link_bandwidth if cards > 1 else 0
-    talk = 2 * layers * (acc.allreduce_latency + ring) if cards > 1 else 0.0
-    return np.maximum(reads, arithmetic) + talk
+def _roofline_s(acc, cards, blocks, head, row, positions, cache_bytes, attention_flops, layers,
+                hidden=HIDDEN, vocab=VOCAB):
+    """A pass by hand, on `cards` cards in BF16, its kernels one after another, each the longer of
+    its reads and its arithmetic: the `blocks` weights' GEMMs, the `head` (its own `vocab` rows of
+    hidden, every position through it), `row` bytes of embedding looked up a position, and
+    attention (the cache read, or its FLOPs). Then the communication: two all-reduces a layer and
+    the embedding's one, of `positions` x `hidden` 16-bit activations (a ring sends 2 (N - 1) / N),
+    and the gather of the positions' 16-bit logits ((N - 1) / N of them), each collective 10 us
+    on top. H100s sit behind NVSwitch: every card sends at its whole link rate."""
+    assert acc.topology == "switch"
+    bw, flops = cards * acc.bandwidth_tbps * 1e12, cards * acc.bf16_tflops * 1e12
+    gemm = np.maximum(blocks * BF16 / bw, 2 * blocks * positions / flops)
+    heads = np.maximum(head * BF16 / bw, 2 * head * positions / flops)
+    lookup = row * positions / bw
+    attention = np.maximum(cache_bytes / bw, attention_flops / flops)
+    if cards == 1:
+        return gemm + heads + lookup + attention
+    link, latency = acc.link_gbps * 1e9, acc.allreduce_us * 1e-6
+    allreduces = (2 * layers + 1) * (latency + 2 * (cards - 1) / cards * positions * hidden * BF16 / link)
+    gather = latency + (cards - 1) / cards * positions * vocab * BF16 / link
+    return gemm + heads + lookup + attention + allreduces + gather
 
 
 def _hand_draft_s(kind, acc, cards, batch, context, k):
     """Seconds a step drafts for `batch` requests of `context` tokens, from the counts above."""
     if kind == "lookup":
         return np.zeros_like(batch)
-    if kind == "medusa":  # one pass through k heads: no attention, no cache
-        return _roofline_s(acc, cards, k * MEDUSA_HEAD * BF16, batch, 0.0, 2 * batch * k * MEDUSA_HEAD, 1)
-    if kind == "model":  # k passes of the 1B model, reading its tied table whole
+    if kind == "medusa":  # one pass through k heads: k residual blocks, k output matrices, no attention, no cache
+        return _roofline_s(acc, cards, k * HIDDEN * HIDDEN, k * VOCAB * HIDDEN, 0, batch, 0.0, 0.0, 1,
+                           vocab=k * VOCAB)
+    if kind == "model":  # k passes of the 1B model, its tied table the head, read whole, nothing looked up
+        draft_head = VOCAB * DRAFT_HIDDEN
         attention = 4 * DRAFT_LAYERS * 32 * 64 * context * batch
-        return k * _roofline_s(acc, cards, DRAFT_PARAMS * BF16, batch, batch * context * DRAFT_CACHE,
-                               2 * batch * DRAFT_PARAMS + attention, DRAFT_LAYERS, DRAFT_HIDDEN)
+        return k * _roofline_s(acc, cards, DRAFT_PARAMS - draft_head, draft_head, 0, batch,
+                               batch * context * DRAFT_CACHE, attention, DRAFT_LAYERS, DRAFT_HIDDEN)
     # EAGLE and MTP: k passes of one block, each through the target's head and one embedding row.
     block = MEAN_LAYER + PROJECTION
     attention = 4 * 1 * 64 * 128 * context * batch
-    return k * _roofline_s(acc, cards, (block + HEAD) * BF16 + batch * HIDDEN * BF16, batch,
-                           batch * context * LAYER_CACHE, 2 * batch * (block + HEAD) + attention, 1)
+    return k * _roofline_s(acc, cards, block, HEAD, HIDDEN * BF16, batch, batch * context * LAYER_CACHE,
+                           attention, 1)
 
 
 SETTINGS = [(0.8, 4, 512, 4), (0.6, 2, 4096, 8), (0.9, 7, 128, 2), (0.5, 1, 1024, 1)]
@@ -130,10 +146,14 @@ def test_a_separate_drafter_is_speculative_speedup(a, k, context, cards):
 
 
 def _medusa_batch_one_s(acc, cards, k):
-    """Medusa at batch 1 reads its k heads once (memory-bound) and pays 2 all-reduces."""
+    """Medusa at batch 1 reads its k heads once (memory-bound), priced as an LLM of one layer: it
+    pays that layer's 2 all-reduces and the embedding's one (of one 8,192-wide 16-bit row), and
+    gathers k vocabularies of 16-bit logits, each collective 10 us on top (450 GB/s: NVSwitch)."""
     reads = k * (8192**2 + 128256 * 8192) * 2 / (cards * acc.bandwidth)
-    one = acc.allreduce_latency + 2 * (cards - 1) / cards * 8192 * 2 / acc.link_bandwidth
-    return reads + 2 * one
+    link = acc.link_gbps * 1e9
+    one = acc.allreduce_latency + 2 * (cards - 1) / cards * 8192 * 2 / link
+    gather = acc.allreduce_latency + (cards - 1) / cards * k * 128256 * 2 / link
+    return reads + 3 * one + gather
 
 
 @pytest.mark.parametrize("k", [1, 2, 4, 8])

@@ -53,9 +53,15 @@ def fits_within_budget(fits, acc, target, cards, context, draft) -> bool:
 
 
 def comm_ok(comm, acc, model, tokens=1) -> bool:
-    """Zero on one card, strictly growing over 1, 2, 4, 8 cards."""
+    """Zero on one card; over 2, 4, 8 cards positive, and moving with the card count as the
+    topology says. Behind a switch every card sends at its whole link rate, and a ring sends
+    2 (N - 1) / N of each message: strictly growing. On a full mesh a group of N cards uses N - 1
+    links, so the same 2 (N - 1) / N goes at N - 1 links' rate, 2 / N of a link's time: strictly
+    falling (the fixed costs stay)."""
     c = [float(comm(acc, model, n, tokens)) for n in (1, 2, 4, 8)]
-    return c[0] == 0.0 and all(x < y for x, y in zip(c, c[1:]))
+    more = c[1:]
+    moves = zip(more, more[1:]) if acc.topology == "switch" else zip(more[1:], more)
+    return c[0] == 0.0 and all(x > 0.0 for x in more) and all(x < y for x, y in moves)
 
 
 def single_tail(slower) -> bool:
@@ -133,7 +139,43 @@ def test_breakeven_never_falls_with_context():
     rows = [np.where(r == -1, np.inf, r) for r in rows]
     for lo, hi in zip(rows, rows[1:]):
         assert (hi >= lo).all(), (lo, hi)
-    assert np.isfinite(rows[0]).all() and (rows[0] > 0).all()  # at 512 every cell has a real crossing
+    # At 512 every cell pays at batch 1, and has a real crossing exactly where speculation loses in
+    # the limit of large batches (`speedup_limit_by_hand`): there, the GEMMs of the verify pass's
+    # k + 1 positions cost k + 1 times a plain step's, but attention reads each request's cache once
+    # for all of them, and no GEMM arithmetic hides that read. At a = 0.9 and k = 1 or 2 the saved
+    # reads outweigh the extra positions at any batch (the limit is 1.04 and 1.02), so no crossing.
+    limit = speedup_limit_by_hand(a, k, 512)
+    assert (rows[0] > 0).all()
+    assert (np.isfinite(rows[0]) == (limit < 1.0)).all(), (rows[0], limit)
+    assert np.isfinite(rows[0][a <= 0.8]).all()  # every acceptance up to 0.8 crosses at any k
+
+
+def speedup_limit_by_hand(a, k, context, cards=4):
+    """The speedup as the batch grows without bound, for the default scenario (Llama 3 70B and
+    Llama 3.2 1B on H100 SXM, BF16): the per-request slopes of plain, verify and draft steps, each
+    kernel class at its own roofline, from the catalogue's rows. Fixed costs (weights read once,
+    all-reduce latencies) vanish in the limit; per position the GEMMs run at the 16-bit peak (past
+    the ridge), the untied table is looked up, and the all-reduces (two a layer and the embedding's)
+    and the logits gather move their bytes; per request attention reads the cache once, or does its
+    arithmetic for every position, whichever is longer."""
+    acc = cat.accelerator("h100-sxm")
+    assert acc.topology == "switch"
+    bw, flops, peer = cards * acc.bandwidth_tbps * 1e12, cards * acc.bf16_tflops * 1e12, acc.link_gbps * 1e9
+
+    def slopes(m):
+        table = (1 if m.tied_embeddings else 2) * m.vocab * m.hidden
+        multiplied = (m.params - table) + m.vocab * m.hidden  # blocks and the output head
+        position = (2 * multiplied / flops + (0 if m.tied_embeddings else 2 * m.hidden / bw)
+                    + (2 * m.layers + 1) * 2 * (cards - 1) / cards * m.hidden * 2 / peer
+                    + (cards - 1) / cards * m.vocab * 2 / peer)
+        return position, context * kv_hand(m) / bw, 4 * m.layers * m.heads * m.head_dim * context / flops
+
+    target, draft = slopes(cat.model("llama-3-70b")), slopes(cat.model("llama-3.2-1b"))
+    e = (1 - a ** (k + 1)) / (1 - a)
+    plain = target[0] + np.maximum(target[1], target[2])
+    verify = (k + 1) * target[0] + np.maximum(target[1], (k + 1) * target[2])
+    drafting = k * (draft[0] + np.maximum(draft[1], draft[2]))
+    return e * plain / (drafting + verify)
 
 
 def test_breakeven_single_crossing_brute_force():
@@ -167,12 +209,27 @@ def test_comm_one_card_growth_and_hand_value():
     acc, m = cat.accelerator("h100-sxm"), cat.model("llama-3-70b")
     # 70B on 4 x H100, 1 token: message = 1 x 8192 hidden x 2 bytes = 16,384 B; a ring sends
     # 2 x 3/4 of it = 24,576 B at 450e9 B/s = 5.4613e-8 s; plus 10 us latency = 1.0054613e-5 s
-    # per all-reduce; x 2 per layer x 80 layers = 160 all-reduces -> 1.60873813e-3 s.
+    # per all-reduce; x (2 per layer x 80 layers + the embedding's 1) = 161 all-reduces
+    # -> 1.61879275e-3 s. Then the gather of the token's logits to one card: 3/4 of 128,256 x 2 B
+    # = 192,384 B at 450e9 B/s = 4.2752e-7 s, plus 10 us -> 1.042752e-5 s. In all 1.62922027e-3 s.
     per = 10e-6 + 24_576 / 450e9
-    assert np.isclose(roofline.step_time(acc, m, 4, 1).comm_s, 160 * per, rtol=1e-12)
-    assert np.isclose(160 * per, 1.60873813e-3, rtol=1e-8)
+    gather = 10e-6 + 192_384 / 450e9
+    assert np.isclose(roofline.step_time(acc, m, 4, 1).comm_s, 161 * per + gather, rtol=1e-12, atol=0)
+    assert np.isclose(161 * per, 1.61879275e-3, rtol=1e-8, atol=0)
+    assert np.isclose(161 * per + gather, 1.62922027e-3, rtol=1e-8, atol=0)
+    # The 4 x MI300X mesh: 3 of a card's 7 links reach the other 3 cards, 3 x 448 / 7 = 192 GB/s.
+    mi = cat.accelerator("mi300x")
+    assert np.isclose(roofline.step_time(mi, m, 4, 1).comm_s,
+                      161 * (10e-6 + 24_576 / 192e9) + 10e-6 + 192_384 / 192e9, rtol=1e-12, atol=0)
+    # The step: its kernels one after another and the communication; never shorter than all its
+    # reads or all its arithmetic as one kernel, and at one position every kernel is read-bound.
+    for tokens, context in ((1, 0), (1, 4096), (64, 512), (512, 0), (2048, 8192)):
+        st_ = roofline.step_time(acc, m, 4, tokens, context)
+        kernels = st_.gemm_s + st_.head_s + st_.lookup_s + st_.attention_s + st_.comm_s
+        assert np.isclose(st_.seconds, kernels, rtol=1e-12, atol=0)
+        assert st_.seconds >= (max(st_.memory_s, st_.compute_s) + st_.comm_s) * (1 - 1e-12)
     st_ = roofline.step_time(acc, m, 4, 1)
-    assert np.isclose(st_.seconds, max(st_.memory_s, st_.compute_s) + st_.comm_s, rtol=1e-12)
+    assert np.isclose(st_.seconds, st_.memory_s + st_.comm_s, rtol=1e-12, atol=0)
 
 
 # --- 6. negative controls: the same helpers reject broken implementations ----------------------
@@ -190,8 +247,12 @@ def test_checks_catch_broken_variants():
         return kvcache.fits(acc, target, cards, context)
 
     def comm_charging_one_card(acc, model, cards, tokens):
-        one = acc.allreduce_latency + 2.0 * (cards - 1) / cards * tokens * model.hidden * 2 / acc.link_bandwidth
-        return 2 * model.layers * one
+        one = acc.allreduce_latency + 2.0 * (cards - 1) / cards * tokens * model.hidden * 2 / (acc.link_gbps * 1e9)
+        return (2 * model.layers + 1) * one
+
+    def comm_ignoring_the_mesh(acc, model, cards, tokens):  # every card at all 7 links' rate
+        one = acc.allreduce_latency + 2.0 * (cards - 1) / cards * tokens * model.hidden * 2 / (acc.link_gbps * 1e9)
+        return np.where(cards > 1, (2 * model.layers + 1) * one, 0.0)
 
     # the real implementations pass on the exact cases the broken ones fail
     assert kv_reads_ok(roofline.step_time, h100, t70, 4, 8, 4096, 8)
@@ -204,6 +265,9 @@ def test_checks_catch_broken_variants():
     assert not fits_within_budget(fits_forgetting_draft, h100, t70, 2, 4096, d1)
     assert comm_ok(roofline.comm_s, h100, t70)
     assert not comm_ok(comm_charging_one_card, h100, t70)
+    mi300x = cat.accelerator("mi300x")
+    assert comm_ok(roofline.comm_s, mi300x, t70)
+    assert not comm_ok(comm_ignoring_the_mesh, mi300x, t70)
     assert single_tail(np.array([False, False, True, True]))
     assert not single_tail(np.array([False, True, False, True]))
     assert not single_tail(np.array([False, True, True, False]))

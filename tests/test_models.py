@@ -36,8 +36,12 @@ def test_plain_step_of_70b_on_four_h100_is_bandwidth_bound(cat, scenario):
     expected = ((target.params - 1_050_673_152) * 2 + 8192 * 2) / (4 * 3.35e12)
     assert float(st.memory_s) == pytest.approx(expected)
     assert 10.0e-3 < float(st.memory_s) < 11.0e-3  # "about 10.4 ms"
-    # Plus 2 all-reduces in each of 80 layers: 10 us each, and 1.5 x 16 KB over 450 GB/s one way.
-    comm = 160 * (10e-6 + 2 * 3 / 4 * 8192 * 2 / 450e9)
+    # Every kernel is read-bound at one position, so the kernels add up to the reads. Plus 2
+    # all-reduces in each of 80 layers and the vocabulary-split embedding's one: 10 us each, and
+    # 1.5 x 16 KB over 450 GB/s one way; and the gather of the token's logits, 10 us and 3/4 of
+    # 128,256 x 2 bytes over 450 GB/s.
+    comm = 161 * (10e-6 + 2 * 3 / 4 * 8192 * 2 / 450e9) + (10e-6 + 3 / 4 * 128256 * 2 / 450e9)
+    assert float(st.comm_s) == pytest.approx(comm, rel=1e-12)
     assert float(st.seconds) == pytest.approx(expected + comm)
     assert float(st.utilisation) < 0.01
 
@@ -112,8 +116,28 @@ def test_a_step_reads_what_it_multiplies_and_the_rows_it_looks_up(cat):
 
 
 def test_the_ridge_is_where_reading_and_arithmetic_take_as_long(cat):
+    """At the ridge the block GEMMs' arithmetic takes as long as their reads. By hand from a
+    context-0 pass (no attention): its arithmetic less the output head's (2 FLOPs a head weight a
+    position at the 16-bit peak) against its reads less the head's matrix (2 bytes a weight) and
+    the looked-up embedding rows, read but never multiplied (a 16-bit row of hidden values a
+    position of an untied table)."""
     for acc in cat.accelerators.values():
+        bw, flops = acc.bandwidth_tbps * 1e12, acc.bf16_tflops * 1e12
         for m in cat.models.values():
             t = roofline.ridge_tokens(acc, m)
             st = roofline.step_time(acc, m, 1, t)
-            assert float(st.compute_s) == pytest.approx(float(st.memory_s), rel=1e-9)
+            head = m.vocab * m.hidden
+            rows = (0 if m.tied_embeddings else 2 * m.hidden * t) / bw
+            blocks_arithmetic = float(st.compute_s) - 2 * head * t / flops
+            blocks_reads = float(st.memory_s) - rows - 2 * head / bw
+            assert blocks_arithmetic == pytest.approx(blocks_reads, rel=1e-9)
+            # A dense model's 16-bit GEMMs, head included, share one ridge (2 bytes and 2 FLOPs a
+            # weight), so each kernel is as long in reads as in arithmetic there. A mixture's experts
+            # are read whole but a position multiplies 2 of 8: their own ridge lies 4 x further out,
+            # the dense weights' and the head's nearer in, so at the pass's ridge the kernels, each at
+            # its own roofline, take longer than all the arithmetic.
+            gemms = float(st.gemm_s + st.head_s)
+            if m.experts:
+                assert gemms > float(st.compute_s) * (1 + 1e-6)
+            else:
+                assert gemms == pytest.approx(float(st.compute_s), rel=1e-9)

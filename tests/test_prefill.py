@@ -25,7 +25,13 @@ SCENARIOS = [(a, n) for a in ACCS for n in (1, 2, 4, 8)]
 
 
 class Hand:
-    """One accelerator and one model, priced by hand from the YAML: bf16, SI units."""
+    """One accelerator and one model, priced by hand from the YAML: bf16, SI units.
+
+    A pass runs its kernels one after another, each at its own roofline (the longer of its reads
+    and its arithmetic), then its communication: the block GEMMs, the output head (for the
+    positions that make a token: the prompt's last one in prefill, the one position in decode),
+    the looked-up embedding rows (read, never multiplied), and attention (the cache it reads, or
+    its arithmetic)."""
 
     def __init__(self, acc: str, cards: int, model: str = "llama-3-70b"):
         a, m = ACCS[acc], MODELS[model]
@@ -35,38 +41,53 @@ class Hand:
         self.memory = a["memory_gb"] * 1e9 * cards
         self.weights = 2.0 * m["params"]                      # bytes of bf16 weights held
         # What a pass multiplies (and reads whole): all but an untied input embedding, which the
-        # pass only looks up, one row of bf16 per token.
+        # pass only looks up, one row of bf16 per token: the blocks and the output head.
         untied = 0 if m["tied_embeddings"] else m["vocab"] * m["hidden"]
         self.step_params = m["params"] - untied
+        self.head = m["vocab"] * m["hidden"]
+        self.blocks = self.step_params - self.head
         self.row = 2.0 * m["hidden"] if untied else 0.0
         self.kv = 2 * m["layers"] * m["kv_heads"] * m["head_dim"] * 2.0  # K and V, bf16, per token
         self.layers, self.width, self.hidden = m["layers"], m["heads"] * m["head_dim"], m["hidden"]
-        self.link = a["link_gbps"] * 1e9                      # one way, bytes/s
+        self.vocab = m["vocab"]
+        # One card's one-way rate to the rest of its group: its whole link behind a switch; on a
+        # full mesh (MI300X), the N - 1 of its `mesh_links` links that reach the other cards.
+        link = a["link_gbps"] * 1e9
+        self.peer = link if a.get("topology", "switch") == "switch" else \
+            min(cards - 1, a["mesh_links"]) * link / a["mesh_links"]
         self.latency = a["allreduce_us"] * 1e-6
-        # Tokens per pass at which the arithmetic takes as long as the read, which grows by one
-        # row a token: 2 S P / F = (2 S + r P) / B  =>  P = (2 S / B) / (2 S / F - r / B). Without
-        # the rows it would be F / B (two bytes and two FLOPs per multiplied weight).
-        s2 = 2.0 * self.step_params
-        self.ridge = (s2 / self.bw) / (s2 / self.flops - self.row / self.bw)
+        # Positions per pass at which the weight GEMMs (blocks and head, every position through the
+        # head, as in decode) take as long in arithmetic as in reads: 2 S P / F = 2 S / B, so
+        # P = F / B, two bytes and two FLOPs per multiplied weight. The looked-up rows are a
+        # kernel of their own and do not move it.
+        self.ridge = (2.0 * self.step_params / self.bw) / (2.0 * self.step_params / self.flops)
 
-    def read(self, p):
-        return 2.0 * self.step_params + self.row * p
-
-    def comm(self, p):
-        """Two all-reduces a layer of a p x hidden bf16 activation, ring-style, none on one card."""
+    def comm(self, p, logits=1):
+        """Two all-reduces a layer and the embedding's one, of a p x hidden bf16 activation, ring-style;
+        then the gather of the `logits` positions' bf16 logits, (N - 1) / N of them; none on one card."""
         n = self.cards
-        return 0.0 if n == 1 else 2 * self.layers * (self.latency + 2 * (n - 1) / n * p * self.hidden * 2 / self.link)
+        if n == 1:
+            return 0.0
+        allreduces = (2 * self.layers + 1) * (self.latency + 2 * (n - 1) / n * p * self.hidden * 2 / self.peer)
+        return allreduces + self.latency + (n - 1) / n * logits * self.vocab * 2 / self.peer
+
+    def kernels(self, p, cached, attended, logits):
+        """Block GEMMs + head + looked-up rows + attention, each at its own roofline, seconds."""
+        gemm = np.maximum(2.0 * self.blocks / self.bw, 2.0 * self.blocks * p / self.flops)
+        head = np.maximum(2.0 * self.head / self.bw, 2.0 * self.head * logits / self.flops)
+        lookup = self.row * p / self.bw
+        attention = np.maximum(self.kv * cached / self.bw, 4.0 * self.layers * self.width * attended / self.flops)
+        return gemm + head + lookup + attention
 
     def prefill_pass(self, p):
         # Causal attention: each of the p positions attends to p / 2 earlier ones on average, 4 FLOPs
         # per head dimension per layer each (scores and the weighted sum); nothing read from a cache.
-        flops = 2.0 * self.step_params * p + 4.0 * self.layers * self.width * p * p / 2
-        return np.maximum(self.read(p) / self.bw, flops / self.flops) + self.comm(p)
+        # Only the last position goes through the head.
+        return self.kernels(p, 0.0, p * p / 2, 1) + self.comm(p)
 
     def decode_per_token(self, context=0.0):
         """The next token after `context` tokens: one position that reads the whole cache."""
-        flops = 2.0 * self.step_params + 4.0 * self.layers * self.width * context
-        return np.maximum((self.read(1) + self.kv * context) / self.bw, flops / self.flops) + self.comm(1)
+        return self.kernels(1, context, context, 1) + self.comm(1)
 
     def fits(self, tokens):
         return self.memory * (1 - RESERVE) - self.weights >= self.kv * tokens
@@ -92,8 +113,12 @@ def test_times_per_token_are_the_datasheet_roofline(cat, acc, cards):
     got_dec = prefill.decode_s_per_token(r.acc, r.target, cards, PROMPTS)
     np.testing.assert_allclose(got_pre, hand.prefill_pass(PROMPTS) / PROMPTS, rtol=1e-12)
     np.testing.assert_allclose(got_dec, hand.decode_per_token(PROMPTS), rtol=1e-12)
-    # A one-token prompt costs what a decode step with an empty cache does.
-    assert got_pre[0] == pytest.approx(hand.decode_per_token(0), rel=1e-9)
+    # A one-token prompt costs what a decode step with an empty cache does, but for attention's
+    # arithmetic over half a token (the causal mask's average, p / 2 at p = 1): the attention
+    # kernel has no cache to read that would hide it.
+    half = 4.0 * hand.layers * hand.width * 0.5 / hand.flops
+    assert got_pre[0] == pytest.approx(hand.decode_per_token(0) + half, rel=1e-12)
+    assert got_pre[0] == pytest.approx(hand.decode_per_token(0), rel=1e-6)
     assert (got_pre[1:] < got_dec[1:]).all()
 
 
@@ -101,22 +126,33 @@ def test_times_per_token_are_the_datasheet_roofline(cat, acc, cards):
 def test_at_the_ridge_a_whole_prefill_takes_one_decode_step(cat, acc):
     hand, r = Hand(acc, 4), resolved(cat, acc, 4)
     ridge = hand.ridge
-    # The looked-up rows move the ridge off the datasheets' FLOP/s ÷ bytes/s by a few parts in 10^5.
-    assert ridge == pytest.approx(ACCS[acc]["bf16_tflops"] / ACCS[acc]["bandwidth_tbps"], rel=1e-4)
+    # In BF16 the GEMMs' ridge is the datasheets' FLOP/s ÷ bytes/s itself: the looked-up rows are
+    # read by a kernel of their own and no longer move it.
+    assert ridge == pytest.approx(ACCS[acc]["bf16_tflops"] / ACCS[acc]["bandwidth_tbps"], rel=1e-12)
     assert ridge == pytest.approx(roofline.ridge_tokens(r.acc, r.target), rel=1e-12)
     whole = ridge * prefill.prefill_s_per_token(r.acc, r.target, 4, ridge)
-    # At the ridge the prefill's read and its dense arithmetic take equally long; attention tips it
-    # just past, and the all-reduces come on top.
+    # At the ridge the prefill's block GEMMs take as long in reads as in arithmetic, so the whole
+    # prefill takes one decode step's weight read; attention's arithmetic, the looked-up rows and
+    # the all-reduces of `ridge` positions come on top.
     assert whole == pytest.approx(hand.prefill_pass(ridge), rel=1e-12)
-    assert hand.read(ridge) / hand.bw == pytest.approx(2 * hand.step_params * ridge / hand.flops, rel=1e-9)
+    assert 2 * hand.blocks / hand.bw == pytest.approx(2 * hand.blocks * ridge / hand.flops, rel=1e-9)
+    extra = (4.0 * hand.layers * hand.width * ridge * ridge / 2 / hand.flops + hand.row * (ridge - 1) / hand.bw
+             + hand.comm(ridge) - hand.comm(1))
+    assert whole == pytest.approx(hand.decode_per_token(0) + extra, rel=1e-9)
+    # A decode pass of `ridge` positions, every one through the head: its weight GEMMs take the
+    # weights' read and as long in arithmetic.
+    st = roofline.step_time(r.acc, r.target, 4, ridge)
+    assert float(st.gemm_s + st.head_s) == pytest.approx(2 * hand.step_params / hand.bw, rel=1e-9)
+    assert float(st.gemm_s + st.head_s) == pytest.approx(2 * hand.step_params * ridge / hand.flops, rel=1e-9)
     ratio = prefill.decode_s_per_token(r.acc, r.target, 4) / prefill.prefill_s_per_token(r.acc, r.target, 4, PROMPTS)
     np.testing.assert_allclose(ratio, hand.decode_per_token() / (hand.prefill_pass(PROMPTS) / PROMPTS), rtol=1e-12)
-    # Past the ridge, prefill costs the arithmetic: 2 FLOPs per multiplied weight per token plus
-    # causal attention, and its share of the all-reduces.
+    # Past the ridge, prefill costs the arithmetic: 2 FLOPs per block weight per token plus causal
+    # attention; the head, multiplied for the last position only, costs its read, shared among
+    # the tokens, as do the looked-up rows (one a token) and the all-reduces.
     past = PROMPTS[PROMPTS > ridge]
     np.testing.assert_allclose(prefill.prefill_s_per_token(r.acc, r.target, 4, past),
-                               (2 * hand.step_params + 2 * hand.layers * hand.width * past) / hand.flops
-                               + hand.comm(past) / past, rtol=1e-12)
+                               (2 * hand.blocks + 2 * hand.layers * hand.width * past) / hand.flops
+                               + (2 * hand.head / past + hand.row) / hand.bw + hand.comm(past) / past, rtol=1e-12)
 
 
 def test_causal_attention_flops(cat):

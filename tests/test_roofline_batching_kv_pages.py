@@ -94,12 +94,16 @@ def test_roofline_points_are_the_models(site, scenario):
     dec = c["what"] == "decode"
     b = c["batch"][dec].astype(float)
     st = roofline.step_time(acc, target, 4, b, CONTEXT)
-    # On the roof at the pass's intensity: the all-reduces sit outside the roofline.
-    assert np.allclose(c["tflops"][dec].astype(float), np.minimum(989, 3.35 * st.intensity), rtol=1e-3)
     # FLOP per byte read: 2 per multiplied weight and the attention, over the weights and each cache.
     flops = b * (2 * target.step_params + 4 * 80 * 64 * 128 * CONTEXT)
     read = target.read_bytes(b) + b * CONTEXT * 327_680
     assert np.allclose(c["intensity"][dec].astype(float), flops / read, rtol=1e-3)
+    # The FLOP/s each card attains over the whole step the prose prices, all-reduces included: the
+    # prose's share of peak times the peak, and never above the roof at the pass's intensity.
+    tflops = c["tflops"][dec].astype(float)
+    assert np.allclose(tflops, flops / 4 / st.seconds / 1e12, rtol=1e-3)
+    assert np.allclose(tflops, 989 * st.utilisation, rtol=1e-3)
+    assert np.all(tflops < np.minimum(989, 3.35 * flops / read))
     pre = c["what"] == "prefill"
     st = prefill.prefill_step(acc, target, 4, c["prompt"][pre].astype(float))
     assert np.allclose(c["intensity"][pre].astype(float), st.intensity, rtol=1e-3)
@@ -193,7 +197,9 @@ def test_roofline_numbers(site, cat, scenario):
     pre = lambda p: prefill.prefill_step(acc, target, 4, p)  # noqa: E731
     prompt, batch = 2048, 1
     ridge = roofline.ridge_tokens(acc, target)
-    decode_batch = int(np.floor(roofline.ridge_tokens(acc, target, CONTEXT))) + 1
+    decode_batch = int(np.floor(ridge)) + 1
+    # The attention kernel at that batch: every request's 512-token cache at 327,680 bytes a token.
+    attention = decode_batch * CONTEXT * 327_680 / (4 * 3.35e12)
     expected = [
         show(4, "d"), show(prompt, ",d"), show(pre(prompt).seconds, ".1f", "ms"), show(st(1).seconds, ".1f", "ms"),
         f"{CONTEXT}\u00a0tokens", f"{round(float(pre(prompt).seconds / st(1).seconds), 1):.4g}\u00a0decode steps",
@@ -207,21 +213,24 @@ def test_roofline_numbers(site, cat, scenario):
         show(st(1).utilisation, ".2f", "%"), show(st(1).seconds, ".1f", "ms"),
         "the batch slider starts at", show(batch, "d"), "where the step takes", show(st(batch).seconds, ".1f", "ms"),
         show(st(batch).utilisation, ".1f", "%"), ", as above; move the slider and watch the decode point climb the slope.",
-        f"{ridge:,.0f}\u00a0tokens", show(decode_batch, "d"),
+        f"{ridge:,.0f}\u00a0tokens", show(decode_batch, "d"), show(attention, ".1f", "ms"),
         "sits at", show(pre(prompt).utilisation, ".0f", "%"), show(ridge, ",.0f"),
         show(pre(prompt).seconds / prompt, ".1f", "us"), show(prompt * st(1).seconds / pre(prompt).seconds, ",.0f", "x"),
-        show(st(1, 0).compute_s, ".1f", "us"), "This prompt is past the ridge, so that is the gap drawn above.",
+        # Past the ridge a prefill position pays the blocks' products, not the head's.
+        show(2 * target.active_block_params / (4 * 989e12), ".1f", "us"),
+        "This prompt is past the ridge, so that is the gap drawn above.",
         show(speculative.verify_step_s(acc, target, 4, 1, 4, CONTEXT), ".2f", "ms"), show(st(1).seconds, ".2f", "ms"),
         # Held against read: the untied input embedding is looked up, not read whole.
         "Llama 3 70B", show(target.weight_bytes(), ".1f", "GB"), show(target.read_bytes(), ".1f", "GB"),
-        # Two all-reduces a layer, their one-way link rate and the assumed latency.
-        show(160, "d"), show(450, ".0f"), show(10, ".0f"), show(st(1).comm_s / st(1).seconds, ".0%"),
+        # Two all-reduces a layer and the embedding's, their one-way rate behind NVSwitch, the assumed latency.
+        show(161, "d"), show(450, ".0f"), "all the links of a card, which reach every other card through a switch",
+        show(10, ".0f"), show(st(1).comm_s / st(1).seconds, ".0%"),
     ]
     assert_shown(numbers_in(article(page_html(site, "roofline"))), expected)
     # The issue's own check: under one percent of the tensor cores at batch one.
     assert float(st(1).utilisation) < 0.01
-    # The weights' ridge is the datasheets' (the looked-up rows move it a little); the cache moves decode's.
-    assert int(ridge) == 295 and decode_batch == 452
+    # The GEMMs' ridge is the datasheet's, 989 / 3.35, at every context: the cache does not move it.
+    assert int(ridge) == 295 and decode_batch == 296
 
 
 def test_batching_numbers(site, scenario):
@@ -230,6 +239,13 @@ def test_batching_numbers(site, scenario):
     tps = lambda sched, b, s: batching.simulate(sched, b, s, acc, target, 4, CONTEXT).tokens_per_s  # noqa: E731
     b, s = 8, 0.6
     cap = float(kvcache.slots(acc, target, 4, CONTEXT))  # the most requests of the page's context that fit
+    # The last batch at which speculation (a = 0.8, k = 4) still pays, short of the memory cap.
+    first = speculative.breakeven_batch(acc, target, draft, 4, 0.8, 4, CONTEXT)
+    with_draft = kvcache.slots(acc, target, 4, CONTEXT, draft)
+    assert 1 < first <= with_draft
+    paid = first - 1
+    # One request or a hundred: close, and no longer printed as the same.
+    assert 1 < st(100) / st(1) < 1.3
     expected = [
         show(st(1), ".1f", "ms"), show(batching.N_REQUESTS, "d"), show(batching.MEAN_TOKENS, "d"),
         show(batching.MAX_TOKENS, "d"), show(b, "d"),
@@ -237,10 +253,12 @@ def test_batching_numbers(site, scenario):
         show(tps("continuous", b, s) / tps("static", b, s), ".1f", "x"),
         show(tps("static", b, 0.0), ",.0f"), show(tps("continuous", b, 0.0), ",.0f"),
         show(PUBLISHED["yu2022"]["throughput_gain"], ".1f", "x"),
-        show(1 / st(1), ",.0f"), show(256, "d"), show(256 / st(256), ",.0f"), show(st(256), ".1f", "ms"),
-        f"{CONTEXT}\u00a0tokens", show(np.floor(roofline.ridge_tokens(acc, target, CONTEXT)) + 1, "d"),
+        show(st(100), ".1f", "ms"),
+        show(1 / st(1), ",.0f"), show(256, "d"), "still under the ridge", show(256 / st(256), ",.0f"),
+        show(st(256), ".1f", "ms"), f"{CONTEXT}\u00a0tokens", show(np.floor(roofline.ridge_tokens(acc, target)) + 1, "d"),
         show(st(cap), ".1f", "ms"), show(cap, ",d"), show(cap / st(cap), ",.0f"),
-        show(0.8, ".1f"), show(4, "d"), show(speculative.breakeven_batch(acc, target, draft, 4, 0.8, 4, CONTEXT), "d"),
+        show(0.8, ".1f"), show(4, "d"), show(paid, ",d"),
+        ", and from the next it is slower: the batch has used up the slack that the guesses were living on.",
     ]
     assert_shown(numbers_in(article(page_html(site, "batching"))), expected)
     # Equal lengths make the two schedulers tie; varied lengths favour continuous batching.
@@ -257,17 +275,21 @@ def test_kv_numbers(site, cat, scenario):
     cost = kvcache.draft_cost(acc, target, draft, n, ctx)
     kw = PUBLISHED["kwon2023"]
     count = lambda v, noun, spec=",d": f"{show(v, spec)}\u00a0{noun if show(v, spec) == '1' else noun + 's'}"  # noqa: E731
-    assert roofline.ridge_tokens(acc, target, ctx) == np.inf  # at 8k tokens decode never turns compute-bound
+    gemm_bound = int(np.floor(roofline.ridge_tokens(acc, target))) + 1  # the same at every context
+    shown = min(gemm_bound, slots(n))
+    # At that batch, attention reads every request's 8,192-token cache in its own kernel.
+    step = roofline.step_time(acc, target, n, shown, ctx)
+    attention = shown * ctx * per_token / (n * acc.bandwidth)
+    assert float(step.attention_s) == pytest.approx(attention, rel=1e-9)
     expected = [
         count(n, "card", "d"), show(ctx, ",d"), target.name, count(slots(n), "request"),
-        show(np.floor(roofline.ridge_tokens(acc, target)) + 1, "d"),
-        ": at this context past every batch, since a request brings more bytes to read than arithmetic to do.",
+        show(gemm_bound, "d"), show(shown, ",d"), show(attention / float(step.seconds), ".0%"),
         "So memory, not arithmetic, caps the batch.",
         target.name, show(target.layers, ".0f"), show(target.kv_heads, ".0f"), show(target.head_dim, ".0f"), "2\u00a0bytes",
         show(per_token, ",.0f", "B"), show(ctx, ",d"), show(per_token * ctx, ".2f", "GB"),
         count(n, "card", "d"), show(n * acc.memory_bytes, ",.0f", "GB"), show(kvcache.RESERVE, ".0%"),
         show(target.weight_bytes(), ",.0f", "GB"), show(budget, ",.0f", "GB"),
-        count(budget / per_token, "token", ",.0f"), count(slots(n), "slot"),
+        count(budget // per_token, "token", ",.0f"), count(slots(n), "slot"),
         count(slots(2), "request"), show(slots(8), ",d"), ": four times the cards buy",
         f"{round(float(slots(8) / slots(2)), 1):.4g}", "times the requests.",
         show(draft.weight_bytes(), ".1f", "GB"), show(kvcache.bytes_per_token(draft), ",.0f", "B"),
@@ -363,3 +385,22 @@ def test_pages_link_each_other(site):
         assert 'href="../speculative-decoding/"' in body, name
         assert f'href="../{name}/"' in spec, name
     assert 'href="../roofline/"' in article(page_html(site, "batching"))
+
+
+def test_one_quantity_with_the_same_inputs_prints_the_same_on_every_page(site, scenario):
+    """The default scenario's cache capacity in tokens, and the batch from which its weight GEMMs
+    are compute-bound, each computed here by hand and found, the same, on every page that prints
+    it. (The cache capacity was once rounded on one page and floored on another: 448,281 against
+    448,280.)"""
+    acc, target, _ = scenario
+    # 4 x 80 GB, less the reserve, less the weights, over 327,680 bytes a token; whole tokens only.
+    budget = 4 * 80e9 * (1 - kvcache.RESERVE) - target.weight_bytes()
+    tokens = f"{int(budget // 327_680):,d}\u00a0tokens"
+    for name in ("kv-cache", "serving"):
+        assert tokens in numbers_in(article(page_html(site, name))), name
+    # 989 TFLOP/s over 3.35 TB/s: 295.2 tokens a pass, so 296 is the first compute-bound batch.
+    first = f"{int(989 / 3.35) + 1:,d}"
+    assert first == "296"
+    for name in ("roofline", "batching", "kv-cache", "speculative-decoding"):
+        assert first in numbers_in(article(page_html(site, name))), name
+    assert "295\u00a0tokens" in numbers_in(article(page_html(site, "roofline")))

@@ -22,7 +22,7 @@ SETUPS = [(H100, L70, 4, BF16), (H200, L8, 1, BF16), (H100, L70, 8, FP8)]
 
 @pytest.mark.parametrize("acc,model,cards,precision", SETUPS)
 def test_pass_cost_is_pass_time(acc, model, cards, precision):
-    """The seven coefficients reproduce roofline.pass_time for mixed passes, reads- and arithmetic-bound."""
+    """PassCost prices mixed passes as roofline.pass_time does, with GEMMs reads- and arithmetic-bound."""
     rng = np.random.default_rng(1)
     tokens = rng.integers(1, 4096, 200).astype(float)
     cached = rng.integers(0, 500_000, 200).astype(float)
@@ -31,8 +31,8 @@ def test_pass_cost_is_pass_time(acc, model, cards, precision):
     cost = serving.PassCost.of(acc, model, cards, precision)
     mine = np.array([cost.seconds(*x) for x in zip(tokens, cached, attended, logits)])
     theirs = roofline.pass_time(acc, model, cards, tokens, cached, attended, precision, logits).seconds
-    # Coefficients read off as differences carry rounding of about 1e-12 of the step; any error in
-    # the formula would be many orders larger.
+    # The same pieces, on floats and on arrays, differ only by rounding; any error in the formula
+    # would be many orders larger.
     assert np.allclose(mine, theirs, rtol=1e-9, atol=0)
     bound = roofline.pass_time(acc, model, cards, tokens, cached, attended, precision, logits).compute_bound
     assert bound.any() and (~bound).any()  # both branches of the max were exercised
@@ -58,22 +58,27 @@ def test_only_positions_that_make_a_token_pay_for_the_output_head():
 @pytest.mark.parametrize("n,cached,steps", [(1, 500, 1), (3, 2000, 40), (64, 60_000, 300), (250, 10, 700),
                                             (180, 1_200_000, 50)])
 def test_decode_stretch_is_the_sum_of_its_steps(n, cached, steps):
-    """decode_steps in closed form equals pricing each step, including stretches where the reads
-    overtake the arithmetic partway (the last two cases cross)."""
+    """decode_steps in closed form equals pricing each step, including a stretch whose GEMMs are
+    compute-bound (250 requests of Llama 3 8B on one H200, past its ridge of 989 / 4.8 = 206)
+    while attention reads a growing cache."""
     for acc, model, cards, precision in SETUPS:
         cost = serving.PassCost.of(acc, model, cards, precision)
         each = sum(cost.seconds(n, cached + n * k, cached + n * k) for k in range(steps))
         assert math.isclose(cost.decode_steps(n, cached, steps), each, rel_tol=1e-11)
 
 
-def test_a_stretch_that_crosses_the_ridge_is_priced_on_both_sides():
+def test_a_stretch_past_the_ridge_still_pays_for_its_cache():
+    """400 requests on 4 H100s, past the GEMMs' ridge of 295: the GEMMs are compute-bound from the
+    first step, yet every step reads the cache in attention's own kernel, which no GEMM arithmetic
+    hides, so each step is longer than the last by 400 new tokens' cache read (by hand: 400 x
+    327,680 bytes over 4 x 3.35 TB/s), over all 3000 steps; the closed form is their sum."""
     cost = serving.PassCost.of(H100, L70, 4, BF16)
     n, cached = 400, 0
-    first = cost.m0 + cost.m_tok * n > cost.c_tok * n  # reads win at first ...
-    later = cost.m0 + cost.m_tok * n + cost.m_kv * n * 3000 > cost.c_tok * n + cost.c_att * n * 3000
-    assert first != later  # ... and the cache's growth flips the side within 3000 steps: this case crosses
-    each = sum(cost.seconds(n, n * k, n * k) for k in range(3000))
-    assert math.isclose(cost.decode_steps(n, cached, 3000), each, rel_tol=1e-11)
+    assert roofline.pass_time(H100, L70, 4, n, 0.0, 0.0, BF16).compute_bound
+    growth = n * 2 * 80 * 8 * 128 * 2 / (4 * 3.35e12)
+    steps = [cost.seconds(n, n * k, n * k) for k in range(3000)]
+    assert np.allclose(np.diff(steps), growth, rtol=1e-6, atol=0)
+    assert math.isclose(cost.decode_steps(n, cached, 3000), sum(steps), rel_tol=1e-11)
 
 
 def test_a_stretch_stops_at_the_fewest_steps():
@@ -88,7 +93,7 @@ def test_a_stretch_stops_at_the_fewest_steps():
         # ... and the time it reports is those steps' time.
         assert math.isclose(spent, cost.decode_steps(n, cached, k), rel_tol=1e-11)
     assert cost.stretch(5, 1000, 40) == (40, pytest.approx(cost.decode_steps(5, 1000, 40), rel=1e-11))
-    # Where reads and arithmetic cross within the stretch (cf. the test above), too.
+    # Past the ridge, with a growing cache (cf. the test above), too.
     crossing = cost.decode_steps(400, 0, 3000)
     k, spent = cost.stretch(400, 0, 3000, 0.6 * crossing)
     assert cost.decode_steps(400, 0, k - 1) < 0.6 * crossing <= spent

@@ -140,3 +140,30 @@ def test_token_timeline_matches_the_model(site):
     # At every lookahead, high acceptance needs far fewer verify steps than low acceptance.
     steps = np.array(data["steps"]).reshape(19, 8)
     assert (steps[-1] < steps[0]).all()
+
+
+def test_context_table_says_where_speculation_stops_or_that_it_never_does_within_memory(site):
+    """The context table's last column: the first batch at which speculation (a = 0.8, k = 4) is
+    slower, among the batches that fit, or "none that fits" where it pays at every one of them.
+    Under kernels that do not overlap, a verify pass's extra positions cost GEMM time that does not
+    grow with the context while the cache read it shares does, so from 2,048 tokens on it pays at
+    every batch that fits (the issue's 1.30x at batch 195); at 512 it stops short of memory."""
+    acc, cards, target, draft = scenario()
+    html = (site / PAGE).read_text()
+    table = re.search(r"First batch at which speculation is slower.*?</table>", html, re.S).group(0)
+    cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", table, re.S)]
+    rows = [cells[i:i + 3] for i in range(0, len(cells), 3)]
+    assert [r[0] for r in rows] == ["512", "2,048", "8,192", "32,768"]
+    for ctx, (_, fits, first) in zip((512, 2048, 8192, 32768), rows):
+        cap = int(kvcache.slots(acc, target, cards, ctx, draft))
+        assert fits == f"{cap:,d}"
+        # Every batch that fits, scanned here rather than bisected: the first slower one, if any.
+        batches = np.arange(1, cap + 1)
+        slower = batches[speculative.speedup(acc, target, draft, cards, batches, 0.8, 4, ctx) < 1.0]
+        assert first == (f"{int(slower[0]):,d}" if len(slower) else "none that fits"), ctx
+    assert rows[0][2] != "none that fits" and all(r[2] == "none that fits" for r in rows[1:])
+    # The issue's point at 2,048 tokens and the largest batch that fits there: 1.30x before the
+    # logits gather was counted (the verify pass gathers 195 x 5 rows of 128,256 logits), 1.29x with it.
+    cap = int(kvcache.slots(acc, target, cards, 2048, draft))
+    assert cap == 195
+    assert float(speculative.speedup(acc, target, draft, cards, cap, 0.8, 4, 2048)) == pytest.approx(1.29, abs=0.005)
