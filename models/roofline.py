@@ -32,6 +32,7 @@ read and written between kernels, and kernel launch costs (`models.realistic` es
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -139,6 +140,12 @@ class Kernels:
     @classmethod
     def of(cls, acc: Accelerator, model: LLM, cards, precision: Precision = BF16_ALL) -> "Kernels":
         """The pieces on `cards` cards (an array of card counts gives arrays of pieces)."""
+        if np.ndim(cards) == 0:  # one count: the same pieces every time, kept (scalar passes are many)
+            return _kernels_on(cls, acc, model, float(cards), precision)
+        return cls._of(acc, model, cards, precision)
+
+    @classmethod
+    def _of(cls, acc: Accelerator, model: LLM, cards, precision: Precision) -> "Kernels":
         n = np.asarray(cards, dtype=float)
         w, bw, peak = precision.weights.bytes, n * acc.bandwidth, n * acc.peak(precision.weights)
         dense = model.block_params - model.expert_params  # attention projections, norms, router
@@ -182,6 +189,11 @@ class Kernels:
     def seconds(self, tokens: float, cached: float, attended: float, logits: float | None = None) -> float:
         """`times` added up, on plain floats."""
         return sum(self.times(tokens, cached, attended, tokens if logits is None else logits, max))
+
+
+@lru_cache(maxsize=256)
+def _kernels_on(cls, acc: Accelerator, model: LLM, cards: float, precision: Precision) -> Kernels:
+    return cls._of(acc, model, cards, precision)
 
 
 def compute_seconds(acc: Accelerator, model: LLM, tokens, context=0.0, precision: Precision = BF16_ALL,
