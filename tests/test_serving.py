@@ -293,6 +293,7 @@ def _reference(stream: serving.Traffic, rate: float, scheduler: str, cost: servi
     admitted, first, finish = [None] * n, [None] * n, [None] * n
     t, nxt, reserved = 0.0, 0, 0
     waiting, filling, decoding = [], [], {}  # decoding: request -> [context, tokens made]
+    last, gaps = {}, []  # each decoding request's latest token time; every gap between two tokens
 
     def fits(i):
         return len(filling) + len(decoding) + (len(batch) if scheduler == "prefill-first" else 0) < max_running \
@@ -304,6 +305,7 @@ def _reference(stream: serving.Traffic, rate: float, scheduler: str, cost: servi
             finish[i] = at
             return -(p[i] + o[i])
         decoding[i] = [p[i], 1]
+        last[i] = at
         return 0
 
     def decode_all(at):
@@ -311,6 +313,8 @@ def _reference(stream: serving.Traffic, rate: float, scheduler: str, cost: servi
         for i in list(decoding):
             decoding[i][0] += 1
             decoding[i][1] += 1
+            gaps.append(at - last[i])
+            last[i] = at
             if decoding[i][1] == o[i]:
                 del decoding[i]
                 finish[i] = at
@@ -368,7 +372,14 @@ def _reference(stream: serving.Traffic, rate: float, scheduler: str, cost: servi
         ctx = sum(c for c, _ in decoding.values())
         t += cost.seconds(len(decoding), ctx, ctx)
         reserved -= decode_all(t)
-    return {"admitted": np.array(admitted), "first": np.array(first), "finish": np.array(finish)}
+    return {"admitted": np.array(admitted), "first": np.array(first), "finish": np.array(finish),
+            "gaps": np.sort(np.array(gaps, dtype=float))}
+
+
+def _expanded(run: serving.Run) -> np.ndarray:
+    """A run's gap rows written out one gap at a time, sorted."""
+    return np.sort(np.concatenate([np.full(int(w), f + g * s) for f, g, k, w in run.gaps for s in range(int(k))]
+                                  or [np.zeros(0)]))
 
 
 def _small_stream(rng: np.random.Generator, n: int) -> serving.Traffic:
@@ -394,7 +405,29 @@ def test_the_simulation_agrees_with_a_pass_by_pass_reference():
         want = _reference(stream, rate, scheduler, cost, capacity, chunk, prefix, **limits)
         for field in ("admitted", "first", "finish"):
             assert np.allclose(getattr(got, field), want[field].astype(float), rtol=1e-9, atol=1e-12), (case, field)
+        # Every gap between two tokens, stalls included, is the reference's, one for one.
+        gaps = _expanded(got)
+        assert len(gaps) == len(want["gaps"]) == int((stream.output - 1).sum()), case
+        assert np.allclose(gaps, want["gaps"], rtol=1e-9, atol=1e-12), case
+        if len(gaps):
+            q = float(rng.choice([0.5, 0.9, 0.99]))
+            assert got.tbt(q) == pytest.approx(float(np.quantile(want["gaps"], q, method="inverted_cdf")), rel=1e-9)
 
+
+def test_the_gap_check_tells_gaps_from_a_requests_mean_gap():
+    """Negative control for the gap comparison above: spreading each request's mean gap (its time
+    per output token) over its tokens, which hides a stall in the average, does not give the
+    reference's gaps once prefill-first pauses decodes."""
+    rng = np.random.default_rng(11)
+    stream = _small_stream(rng, 40)
+    cost = serving.PassCost.of(*SETUPS[0])
+    want = _reference(stream, 20.0, "prefill-first", cost, 10**7, 512, 0.0, serving.MAX_RUNNING,
+                      serving.PREFILL_TOKENS)
+    got = serving.run(stream, 20.0, "prefill-first", cost, 10**7, 512, 0.0)
+    many = stream.output > 1
+    spread = np.sort(np.repeat(got.tpot, stream.output[many] - 1))
+    assert len(spread) == len(want["gaps"])
+    assert not np.allclose(spread, want["gaps"], rtol=1e-6)
 
 def test_the_reference_would_catch_a_wrong_step_count():
     """Negative control: a stream whose answers are one token longer than the simulation was
@@ -419,7 +452,8 @@ def test_capacity_near_reads_the_same_edge_as_the_full_sweep():
         asked = []
         got = serving.capacity_near(lambda i: asked.append(i) or (ttft[i], tpot[i]), rates, start)
         assert math.isclose(got, full)
-        assert len(set(asked)) <= abs(start - 4) + 2
+        # Steps that double to bracket the edge, then halving: about twice the log of the distance.
+        assert len(set(asked)) <= 2 * math.ceil(math.log2(abs(start - 4) + 1)) + 3
     assert serving.capacity_near(lambda i: (5.0, 0.02), rates, 3) == 0.0
     assert serving.capacity_near(lambda i: (0.1, 0.02), rates, 3) == 32.0
 

@@ -39,8 +39,13 @@ def _summaries(r: Resolved, scheduler: str, chunk: int, prefix: float) -> list[s
     return serving.sweep(scheduler, _rates(), chunk, prefix, r.acc, r.target, r.cards, r.precision)
 
 
-def _capacity(r: Resolved, scheduler: str, chunk: int, prefix: float) -> float:
-    return serving.capacity_of(scheduler, _rates(), chunk, prefix, r.acc, r.target, r.cards, r.precision)
+def _capacity(r: Resolved, scheduler: str, chunk: int, prefix: float) -> tuple[float, bool]:
+    """The capacity these short runs show on the drawn rates, and whether it was cut to the rate
+    the scheduler can sustain at all (`serving.sustainable_rate`): a short run can end before a
+    queue it cannot clear grows long, so on its own it may show more than any server holds."""
+    short = serving.capacity_of(scheduler, _rates(), chunk, prefix, r.acc, r.target, r.cards, r.precision)
+    bound = serving.sustainable_rate(scheduler, chunk or CHUNK.default, prefix, r.acc, r.target, r.cards, r.precision)
+    return min(short, bound), short > bound
 
 
 def _follow(sliders: dict[str, Slider]) -> str:
@@ -82,7 +87,7 @@ def _ms(seconds: float) -> str:
 class _Latency(FigureKind):
     """Median and p99 of one latency against arrival rate, both schedulers, with the objective."""
 
-    metric: str          # "ttft" or "tpot": the Summary fields <metric>_median and <metric>_p99
+    metric: str          # "ttft", "tpot" or "tbt": the Summary fields <metric>_median and <metric>_p99
     what: str            # the metric in words
     objective: float     # seconds
     reads = ("accelerator", "cards", "target", "weights", "kv")
@@ -170,23 +175,31 @@ class ServeTPOT(_Latency):
 
 
 @register
+class ServeTBT(_Latency):
+    name = "serve-tbt"
+    title = "Time between tokens against arrival rate"
+    metric, what, objective = "tbt", "Time between tokens", serving.TBT_OBJECTIVE
+
+
+@register
 class ServeGoodput(FigureKind):
     name = "serve-goodput"
     title = "Goodput and capacity against arrival rate"
     reads = ("accelerator", "cards", "target", "weights", "kv")
     sliders = {"chunk": CHUNK, "prefix": PREFIX}
     columns = {"what": "row", "sched": "scheduler", "chunk": "chunk size", "prefix": "cached share of each prompt",
-               "rate": "arrival rate (requests/s)", "rps": "requests/s meeting the objective"}
+               "rate": "arrival rate (requests/s)", "rps": "requests/s meeting the objective",
+               "capped": "1 where the runs' capacity is cut to the rate the scheduler can sustain"}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         parts = [part("offered", 2, sched="", chunk=0.0, prefix=0.0, rate=np.array([0.0, RATE.max]),
-                      rps=np.array([0.0, RATE.max]))]
+                      rps=np.array([0.0, RATE.max]), capped=0)]
         for sched, chunk, prefix in _settings(grid):
             runs = _summaries(r, sched, chunk, prefix)
             pos = dict(sched=LABELS[sched], chunk=float(chunk), prefix=prefix)
-            parts.append(part("goodput", len(runs), **pos, rate=_rates(), rps=[s.goodput for s in runs]))
-            cap = _capacity(r, sched, chunk, prefix)
-            parts.append(part("capacity", 1, **pos, rate=cap, rps=cap))
+            parts.append(part("goodput", len(runs), **pos, rate=_rates(), rps=[s.goodput for s in runs], capped=0))
+            cap, capped = _capacity(r, sched, chunk, prefix)
+            parts.append(part("capacity", 1, **pos, rate=cap, rps=cap, capped=int(capped)))
         return stack(parts, list(self.columns))
 
     def chart(self, sliders: dict[str, Slider]) -> alt.TopLevelMixin:
@@ -208,7 +221,8 @@ class ServeGoodput(FigureKind):
         caps = base.transform_filter(f"datum.what == 'capacity' && {_follow(sliders)}")
         rules = caps.mark_rule(strokeDash=[5, 3], strokeWidth=1.5).encode(x=x, color=_colour())
         label = caps.transform_calculate(
-            text=f"(datum.rate >= {RATE.max} ? 'capacity above ' : 'capacity ') + format(datum.rate, '.1f') + '/s'",
+            text=f"(datum.capped ? 'sustainable at most ' : datum.rate >= {RATE.max} ? 'capacity above ' : 'capacity ') "
+                 f"+ format(datum.rate, '.1f') + '/s'",
             row=f"datum.sched == '{LABELS['prefill-first']}' ? 6 : 22").mark_text(
             align="right", dx=-4, baseline="top", fontWeight=BOLD).encode(
             x=x, y=alt.Y("row:Q", scale=None), text="text:N", color=_colour())
@@ -221,28 +235,35 @@ class ServeGoodput(FigureKind):
         for rate in _rates():
             rows.append([f"{rate:g}"] + [f"{cols['rps'][picked[k] & (cols['what'] == 'goodput') & (cols['rate'] == rate)][0]:.1f}"
                                          for k in LABELS])
-        rows.append(["Capacity"] + [_capacity_text(cols["rate"][picked[k] & (cols["what"] == "capacity")][0])
-                                    for k in LABELS])
+        rows.append(["Capacity in these runs"] + [_capacity_text(*_cap_row(cols, picked[k])) for k in LABELS])
         c, p = sliders["chunk"].default, sliders["prefix"].default
-        return TableView(caption=f"Requests per second that meet the objective, {_scenario(r)}; chunks of {c:,.0f} "
-                                 f"positions, {p:.0%} of each prompt cached",
+        return TableView(caption=f"Requests per second that meet the objective, {_scenario(r)}, runs of "
+                                 f"{serving.N_REQUESTS} requests; chunks of {c:,.0f} positions, {p:.0%} of each prompt "
+                                 f"cached",
                          headers=["Arrivals per second", "Prefill first", "Chunked prefill"], rows=rows)
 
-    description = ("Goodput against arrival rate for {scenario}, with chunks of {chunk} positions and {prefix} of each "
-                   "prompt cached: the requests per second whose first token comes within {ttft} and whose later "
-                   "tokens come every {tpot} or faster. Capacity, where the p99s reach the objective, is {pf} with "
-                   "prefill first and {ch} with chunked prefill.")
+    description = ("Goodput against arrival rate for {scenario}, in runs of {requests} requests, with chunks of {chunk} "
+                   "positions and {prefix} of each prompt cached: the requests per second whose first token comes "
+                   "within {ttft} and whose later tokens come every {tpot} or faster on average. Capacity in these "
+                   "runs, where the p99s reach the objective, is {pf} with prefill first and {ch} with chunked prefill.")
 
     def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
         def cap(k: str) -> str:
-            return _capacity_text(cols["rate"][_mine(cols, self.sliders, k, position) & (cols["what"] == "capacity")][0])
+            return _capacity_text(*_cap_row(cols, _mine(cols, self.sliders, k, position)))
 
         return {"scenario": _scenario(r), "chunk": f"{position['chunk']:,.0f}", "prefix": f"{position['prefix']:.0%}",
                 "ttft": _ms(serving.TTFT_OBJECTIVE), "tpot": _ms(serving.TPOT_OBJECTIVE),
-                "pf": cap("prefill-first"), "ch": cap("chunked")}
+                "pf": cap("prefill-first"), "ch": cap("chunked"), "requests": f"{serving.N_REQUESTS}"}
 
 
-def _capacity_text(rate: float) -> str:
+def _cap_row(cols: Columns, mine: np.ndarray) -> tuple[float, bool]:
+    i = mine & (cols["what"] == "capacity")
+    return float(cols["rate"][i][0]), bool(int(cols["capped"][i][0]))
+
+
+def _capacity_text(rate: float, capped: bool = False) -> str:
+    if capped:
+        return f"at most {rate:.1f} requests per second, the most it can sustain"
     if rate <= 0:
         return f"below {RATE.min:g} requests per second"
     if rate >= RATE.max:

@@ -44,30 +44,59 @@ def serve_tpot(scenario: Resolved, scheduler, rate, chunk=CHUNK.default, prefix=
 
 
 @topic.term(depends=("scenario",))
+def serve_tbt(scenario: Resolved, scheduler, rate, chunk=CHUNK.default, prefix=PREFIX.default, stat="p99"):
+    """Time between tokens at `rate`, over every gap between two consecutive tokens of any request:
+    its "median" or "p99"."""
+    return _stat(scenario, f"tbt_{stat}", scheduler, rate, chunk, prefix)
+
+
+@topic.term(depends=("scenario",))
 def serve_goodput(scenario: Resolved, scheduler, rate, chunk=CHUNK.default, prefix=PREFIX.default):
     """Requests per second that meet both latency objectives at `rate`."""
     return _stat(scenario, "goodput", scheduler, rate, chunk, prefix)
 
 
-@topic.term(depends=("scenario",))
-def serve_capacity(scenario: Resolved, scheduler, chunk=CHUNK.default, prefix=PREFIX.default):
-    """The highest arrival rate on the page's grid of rates at which both p99s meet the objective."""
-    return _each(lambda s, c, p: serving.capacity_of(s, RATE.values(), c, p, scenario.acc, scenario.target,
-                                                     scenario.cards, scenario.precision), scheduler, chunk, prefix)
+def _capacity(scenario: Resolved, n: int, metric: str, scheduler, chunk, prefix):
+    return _each(lambda s, c, p, m: serving.steady_capacity(s, serving.CAPACITY_RATES, int(c), float(p), scenario.acc,
+                                                            scenario.target, scenario.cards, scenario.precision, n, m),
+                 scheduler, chunk, prefix, metric)
 
 
 @topic.term(depends=("scenario",))
-def serve_steady_capacity(scenario: Resolved, scheduler, chunk=CHUNK.default, prefix=PREFIX.default):
-    """`serve_capacity` read from runs of models.serving.LONG_REQUESTS requests: a steady stream."""
-    return _each(lambda s, c, p: serving.steady_capacity(s, RATE.values(), c, p, scenario.acc, scenario.target,
-                                                         scenario.cards, scenario.precision), scheduler, chunk, prefix)
+def serve_capacity(scenario: Resolved, scheduler, chunk=CHUNK.default, prefix=PREFIX.default, metric="tpot"):
+    """The highest arrival rate of a steady stream (runs of models.serving.LONG_REQUESTS requests) at
+    which the first token's p99 and `metric`'s p99 ("tpot", the default, or "tbt") meet their
+    objectives, read between models.serving.CAPACITY_RATES."""
+    return _capacity(scenario, serving.LONG_REQUESTS, metric, scheduler, chunk, prefix)
+
+
+@topic.term(depends=("scenario",))
+def serve_short_capacity(scenario: Resolved, scheduler, chunk=CHUNK.default, prefix=PREFIX.default, metric="tpot"):
+    """`serve_capacity` read from runs of the figures' models.serving.N_REQUESTS requests: a short
+    run's figure, which may exceed what a steady stream can hold (`serve_bound`)."""
+    return _capacity(scenario, serving.N_REQUESTS, metric, scheduler, chunk, prefix)
+
+
+@topic.term(depends=("scenario",))
+def serve_bound(scenario: Resolved, scheduler, chunk=CHUNK.default, prefix=PREFIX.default):
+    """Requests per second no run of the scheduler can keep up with past (models.serving.sustainable_rate)."""
+    return _each(lambda s, c, p: serving.sustainable_rate(s, int(c), float(p), scenario.acc, scenario.target,
+                                                          scenario.cards, scenario.precision), scheduler, chunk, prefix)
 
 
 @topic.term(depends=("scenario",))
 def serve_capacity_error(scenario: Resolved, scheduler, chunk=CHUNK.default, prefix=PREFIX.default):
-    """Relative standard deviation of `serve_capacity` between draws of the traffic."""
-    return _each(lambda s, c, p: serving.capacity_spread(s, RATE.values(), c, p, scenario.acc, scenario.target,
-                                                         scenario.cards, scenario.precision), scheduler, chunk, prefix)
+    """Relative standard deviation of `serve_short_capacity` between draws of the traffic."""
+    return _each(lambda s, c, p: serving.capacity_spread(s, serving.CAPACITY_RATES, int(c), float(p), scenario.acc,
+                                                         scenario.target, scenario.cards, scenario.precision),
+                 scheduler, chunk, prefix)
+
+
+@topic.term(depends=("scenario",))
+def serve_pass(scenario: Resolved, positions):
+    """The least a pass over `positions` positions takes: no cache to read and no logits, seconds."""
+    cost = serving.PassCost.of(scenario.acc, scenario.target, scenario.cards, scenario.precision)
+    return _each(lambda p: cost.seconds(float(p), 0.0, 0.0, 0), positions)
 
 
 @topic.term(depends=("scenario",))
@@ -135,9 +164,10 @@ def serve_lengths(which="prompt", stat="mean"):
 @topic.term(depends=())
 def serve_limit(which):
     """The server's and the page's fixed settings: "running" (most requests at once),
-    "prefill_tokens" (a prefill-first pass's prompt tokens), "ttft" and "tpot" (the objective, s)."""
+    "prefill_tokens" (a prefill-first pass's prompt tokens), "ttft", "tpot" and "tbt" (the
+    objective, s)."""
     return {"running": serving.MAX_RUNNING, "prefill_tokens": serving.PREFILL_TOKENS,
-            "ttft": serving.TTFT_OBJECTIVE, "tpot": serving.TPOT_OBJECTIVE}[which]
+            "ttft": serving.TTFT_OBJECTIVE, "tpot": serving.TPOT_OBJECTIVE, "tbt": serving.TBT_OBJECTIVE}[which]
 
 
 @topic.term(depends=())
