@@ -207,7 +207,7 @@ def test_what_a_save_of_each_model_recomputes(graph):
         after = CodeKeys(edited(graph, path), core.CODE.versions)
         return {k for k in REGISTRY if after.figure(k) != code.figure(k)}
     assert recomputed("models/trees.py") == {"tree-yield", "tree-speedup", "draft-speedup", "moe-verify"}
-    assert recomputed("models/serving.py") == {"serve-goodput", "serve-timeline", "serve-ttft", "serve-tpot"}
+    assert recomputed("models/serving.py") == {"serve-goodput", "serve-timeline", "serve-ttft", "serve-tpot", "serve-tbt"}
     assert recomputed("models/roofline.py") == set(REGISTRY)
     # A number that calls only roofline terms is left alone by a save of the tree model.
     assert code.number(["step"]) == CodeKeys(edited(graph, "models/trees.py"), core.CODE.versions).number(["step"])
