@@ -392,7 +392,6 @@ def static_text(site, base_url, browser):
     try:
         for path in figure_pages(site):
             page.goto(base_url + path)
-            out["pages"][path] = page.evaluate(FONTS)
             figures = page.locator(".eg-figure[data-eg-figure]")
             for i in range(figures.count()):
                 fig = figures.nth(i)
@@ -415,6 +414,10 @@ def static_text(site, base_url, browser):
                     t["drawn"] = [(f["familyName"], f["isCustomFont"]) for f in fonts]
                 got["texts"] = [t for t in got["texts"] if t["text"].strip()]
                 out["pictures"][f"{path}#{fig.get_attribute('id')}"] = got
+            # The faces once every picture has been drawn: the browser loads a face when text
+            # set in it is first laid out, and a page whose first figure starts below the fold
+            # has laid out none at load.
+            out["pages"][path] = page.evaluate(FONTS)
     finally:
         context.close()
     assert out["pictures"] and all(p["texts"] for p in out["pictures"].values())
