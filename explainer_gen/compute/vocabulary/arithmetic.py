@@ -9,6 +9,7 @@ topic = Topic("arithmetic")
 
 topic.add("min", np.minimum, depends=())
 topic.add("max", np.maximum, depends=())
+topic.add("abs", np.abs, depends=())
 
 
 @topic.term("round", depends=())
