@@ -71,4 +71,6 @@ def attention_flops(model: LLM, prompt):
 def attention_share(model: LLM, prompt):
     """How much causal attention would add to a prefill's arithmetic, as a share of what is counted."""
     prompt = np.asarray(prompt, dtype=float)
-    return attention_flops(model, prompt) / (roofline.flops_per_token(model) * prompt)
+    # Every position through the blocks, and only the last through the head (`prefill_step`).
+    counted = roofline.flops_per_token(model) * prompt - 2.0 * model.head_params * (prompt - 1.0)
+    return attention_flops(model, prompt) / counted

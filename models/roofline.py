@@ -61,7 +61,7 @@ class StepTime:
     compute_s: np.ndarray    # all the arithmetic at its peaks, attention included
     compute_bound: np.ndarray  # the block GEMMs take longer in arithmetic than in reads (past `ridge_tokens`)
     intensity: np.ndarray    # FLOP per byte read from HBM, over the whole pass
-    utilisation: np.ndarray  # share of peak FLOP/s used during the step
+    utilisation: np.ndarray  # FLOP/s one card attains over the step, as a share of its peak in the weights' format
     # How it was priced: the kernels' pieces and what the pass carried (tokens, cached, attended,
     # logits), so that the same pass can be priced again at another bandwidth (`at_share`).
     pieces: "Kernels" = field(default=None, compare=False, repr=False)
@@ -171,7 +171,7 @@ class Kernels:
     def reads(self, tokens, cached, logits):
         """(GEMMs, lookup, cache) seconds of reading; a mixture reads the experts its positions reach."""
         reach = 1.0 - self.expert_miss ** tokens if self.expert_miss else 1.0
-        return (self.dense_read + self.expert_read * reach + self.head_read,
+        return (self.dense_read + self.expert_read * reach + (logits > 0) * self.head_read,
                 self.lookup_position * tokens, self.kv_cached * cached)
 
     def times(self, tokens, cached, attended, logits, mx=np.maximum, share=1.0):
@@ -180,7 +180,7 @@ class Kernels:
         reach = 1.0 - self.expert_miss ** tokens if self.expert_miss else 1.0
         gemm = mx(self.dense_read / share, self.dense_position * tokens) + mx(self.expert_read * reach / share,
                                                                               self.expert_position * tokens)
-        head = mx(self.head_read / share, self.head_logit * logits)
+        head = (logits > 0) * mx(self.head_read / share, self.head_logit * logits)  # no logits: no head GEMM
         attention = mx(self.kv_cached * cached / share, self.attention_attended * attended)
         comm = (self.comm_pass + self.comm_position * tokens
                 + (logits > 0) * (self.gather_pass + self.gather_logit * logits))
@@ -231,7 +231,7 @@ def pass_time(acc: Accelerator, model: LLM, cards, tokens, cached, attended,
     attention is one kernel over all of them, priced on their totals. Only `logits` of the
     positions (default: all) go through the output head: a server needs the next-token
     distribution of a decode, and of a prompt's last position, and of no other prompt position.
-    The head's weights are read either way.
+    A pass with none runs no head GEMM, so reads none of its weights.
     """
     tokens = np.asarray(tokens, dtype=float)
     cached, attended = np.asarray(cached, dtype=float), np.asarray(attended, dtype=float)
@@ -240,8 +240,12 @@ def pass_time(acc: Accelerator, model: LLM, cards, tokens, cached, attended,
     gemm, head, lookup, attention, talk = k.times(tokens, cached, attended, rows)
     seconds = gemm + head + lookup + attention + talk
     gemm_reads, lookup_reads, kv_s = k.reads(tokens, cached, rows)
-    block_arithmetic = (k.dense_position + k.expert_position) * tokens
-    compute_s = block_arithmetic + k.head_logit * rows + k.attention_attended * attended
+    compute_s = ((k.dense_position + k.expert_position) * tokens + k.head_logit * rows
+                 + k.attention_attended * attended)
+    # Every block GEMM class past its own knee: the dense weights', and a mixture's experts'.
+    reach = 1.0 - k.expert_miss ** tokens if k.expert_miss else 1.0
+    compute_bound = (k.dense_position * tokens > k.dense_read) & (
+        (k.expert_position * tokens > k.expert_read * reach) | (k.expert_read == 0))
     weights_s = gemm_reads + lookup_reads
     flops = (2.0 * model.active_block_params * tokens + 2.0 * model.head_params * rows
              + attention_flops_per_position(model, attended))
@@ -251,23 +255,27 @@ def pass_time(acc: Accelerator, model: LLM, cards, tokens, cached, attended,
         gemm_s=gemm + zero, head_s=head + zero, lookup_s=lookup + zero, attention_s=attention + zero,
         comm_s=talk + zero, seconds=seconds, weights_s=weights_s + zero, kv_s=kv_s + zero,
         memory_s=weights_s + kv_s + zero, compute_s=compute_s + zero,
-        compute_bound=block_arithmetic > gemm_reads - k.head_read, intensity=flops / read + zero,
-        utilisation=compute_s / seconds, pieces=k, carried=(tokens, cached, attended, rows),
+        compute_bound=compute_bound | (0 * seconds > 0), intensity=flops / read + zero,
+        utilisation=flops / np.asarray(cards, dtype=float) / (seconds * acc.peak(precision.weights)),
+        pieces=k, carried=(tokens, cached, attended, rows),
     )
 
 
 def ridge_tokens(acc: Accelerator, model: LLM, precision: Precision = BF16_ALL):
     """Positions a pass needs for its block GEMMs, the products with the transformer blocks'
-    weights, to take as long in arithmetic as in reads: the GEMMs' ridge. Past it they are
+    weights, to take longer in arithmetic than in reads: the GEMMs' ridge. Past it they are
     compute-bound.
 
     Their reads are fixed (every block weight once) and their arithmetic grows with the positions,
-    so the ridge is the ratio. It does not depend on the context: the cache is read by attention,
-    a kernel of its own that no GEMM's arithmetic hides. Nor on how many positions go through the
-    output head, a GEMM of its own (16-bit, with its own ridge at the card's 16-bit peak over its
-    bandwidth). A mixture of experts reads more experts as the positions grow
-    (`LLM.expert_share`); by the batches where a ridge can lie they reach every expert (Mixtral
-    8x7B: 99.98% from 30 positions), so the fixed reads are all the block weights.
+    so each class of them turns at the ratio of the two. It does not depend on the context: the
+    cache is read by attention, a kernel of its own that no GEMM's arithmetic hides. Nor on how
+    many positions go through the output head, a GEMM of its own (16-bit, with its own ridge at
+    the card's 16-bit peak over its bandwidth). A mixture of experts has two classes: the dense
+    weights (attention's projections, the router), multiplied by every position, and the experts,
+    each multiplied by only the positions routed to it, so they turn later; the ridge is the later
+    of the two. By then the positions reach every expert (Mixtral 8x7B: 99.98% from 30 positions),
+    so the experts' reads are all of them.
     """
     k = Kernels.of(acc, model, 1, precision)
-    return (k.dense_read + k.expert_read) / (k.dense_position + k.expert_position)
+    dense = k.dense_read / k.dense_position
+    return max(dense, k.expert_read / k.expert_position) if k.expert_read else dense

@@ -112,7 +112,8 @@ class PassCost(Kernels):
 
     @classmethod
     def of(cls, acc: Accelerator, model: LLM, cards: int, precision: Precision = BF16_ALL) -> "PassCost":
-        return cls(**vars(Kernels.of(acc, model, cards, precision)))
+        k = Kernels.of(acc, model, cards, precision)
+        return cls(**{f.name: getattr(k, f.name) for f in dataclasses.fields(Kernels)})
 
     def _decode_line(self, n: int, cached: float) -> tuple[float, float]:
         """(first step's seconds, growth a step) of decode steps of `n` requests from `cached` tokens."""
@@ -243,7 +244,7 @@ def run(stream: Traffic, rate: float, scheduler: str, cost: PassCost, capacity: 
     need = [p + (o if reserve is None else max(o, reserve)) for p, o in zip(prompt, output)]
     if max(need) > capacity:
         raise ValueError(f"a request needs more KV cache than the {capacity:,} tokens that fit")
-    cached0 = [0] + [int(prefix * p) for p in prompt[1:]]  # prompt tokens the prefix cache holds
+    cached0 = prefix_cached(stream.prompt, prefix).tolist()  # prompt tokens the prefix cache holds
     arrive = arrival.tolist()
     admitted, first, finish = [0.0] * n, [0.0] * n, [0.0] * n
     traced, trace = stream.traced, []
@@ -583,7 +584,25 @@ def steady_capacity(scheduler: str, rates, chunk: int, prefix: float, acc: Accel
     `metric` objectives. A p99 over a short run is usually lower than over a long one, which meets
     more of the rare moments when arrivals bunch up, so this is the figure for a steady stream of
     traffic. Never above `sustainable_rate`: a rate the server cannot keep up with fails a long
-    enough run whatever its p99s were on the way."""
+    enough run whatever its p99s were on the way, so where a run (a short one) would show more,
+    the bound is the answer (`short_capacity` says when it was)."""
+    return min(_crossing(scheduler, rates, chunk, prefix, acc, model, cards, precision, n, metric),
+               sustainable_rate(scheduler, chunk, prefix, acc, model, cards, precision))
+
+
+def short_capacity(scheduler: str, chunk: int, prefix: float, acc: Accelerator, model: LLM, cards: int,
+                   precision: Precision = BF16_ALL, metric: str = "tpot") -> tuple[float, bool]:
+    """The capacity the figures' runs of `N_REQUESTS` show, read between `CAPACITY_RATES`, and
+    whether it was cut to `sustainable_rate`: a short run can end before a queue it cannot clear
+    grows long, so on its own it may show more than any server holds."""
+    rates = CAPACITY_RATES
+    raw = _crossing(scheduler, rates, chunk, prefix, acc, model, cards, precision, N_REQUESTS, metric)
+    bound = sustainable_rate(scheduler, chunk, prefix, acc, model, cards, precision)
+    return min(raw, bound), raw > bound
+
+
+def _crossing(scheduler, rates, chunk, prefix, acc, model, cards, precision, n, metric) -> float:
+    """Where the p99s of runs of `n` requests cross the objective (`capacity_near`)."""
     rates = np.asarray(rates, dtype=float)
     start = _first_failure(scheduler, rates, chunk, prefix, acc, model, cards, precision)
     if n > N_REQUESTS:  # start the long runs where the short ones cross: near the edge, below the bound
@@ -594,14 +613,19 @@ def steady_capacity(scheduler: str, rates, chunk: int, prefix: float, acc: Accel
                          rates, start, metric)
 
 
+def prefix_cached(prompt: np.ndarray, prefix: float) -> np.ndarray:
+    """Tokens of each prompt already in the prefix cache: a `prefix` share of every prompt after
+    the first, rounded down; none of the first, which nobody computed before it."""
+    cached = np.floor(prefix * np.asarray(prompt)).astype(int)
+    cached[:1] = 0
+    return cached
+
+
 def work_per_request(chunk: int, prefix: float, n: int = N_REQUESTS, seed: int = SEED) -> tuple[float, float]:
     """(prompt positions a request needs computed, decode positions it needs), on average over the
-    stream: its prompt less the cached share (none for the first request), and one position for
-    each output token after the first."""
+    stream: its prompt less the cached share, and one position for each output token after the first."""
     stream = traffic(n, seed)
-    cached = np.floor(prefix * stream.prompt).astype(int)
-    cached[0] = 0
-    return float((stream.prompt - cached).mean()), float((stream.output - 1).mean())
+    return float((stream.prompt - prefix_cached(stream.prompt, prefix)).mean()), float((stream.output - 1).mean())
 
 
 def sustainable_rate(scheduler: str, chunk: int, prefix: float, acc: Accelerator, model: LLM, cards: int,

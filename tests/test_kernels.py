@@ -5,7 +5,8 @@ A pass runs its kernel classes one after another, each at its own roofline, and 
 - the block GEMMs: the dense block weights, max(their bytes / BW, 2 x weights x positions / peak),
   and in a mixture of experts the experts, max(every expert's bytes x the share the positions
   reach / BW, 2 x the routed experts' weights x positions / peak);
-- the output head: max(its bytes / BW, 2 x its weights x positions with logits / 16-bit peak);
+- the output head: max(its bytes / BW, 2 x its weights x positions with logits / 16-bit peak),
+  and nothing at all for a pass in which no position makes logits (no head GEMM runs);
 - the embedding lookup: one 16-bit row of an untied table a position, read, never multiplied;
 - attention: max(cached tokens x KV bytes a token / BW, its FLOPs / 16-bit peak);
 - communication, on more than one card: 2 x layers + 1 all-reduces (two a layer and the
@@ -71,7 +72,7 @@ def hand(acc, m, cards, tokens, cached, attended, logits, share=1.0) -> SimpleNa
         experts, moe = 0, 0.0
     dense = blocks - experts
     gemm = np.maximum(dense * BF16 / bw, 2.0 * dense * tokens / peak) + moe
-    head = np.maximum(table * BF16 / bw, 2.0 * table * logits / peak)
+    head = np.where(logits > 0, np.maximum(table * BF16 / bw, 2.0 * table * logits / peak), 0.0)
     lookup = (0 if m.tied_embeddings else m.hidden * BF16) * tokens / bw
     kv_token = 2 * m.layers * m.kv_heads * m.head_dim * BF16  # K and V of every layer
     attention = np.maximum(cached * kv_token / bw, 4.0 * m.layers * m.heads * m.head_dim * attended / peak)

@@ -120,24 +120,30 @@ def test_the_ridge_is_where_reading_and_arithmetic_take_as_long(cat):
     context-0 pass (no attention): its arithmetic less the output head's (2 FLOPs a head weight a
     position at the 16-bit peak) against its reads less the head's matrix (2 bytes a weight) and
     the looked-up embedding rows, read but never multiplied (a 16-bit row of hidden values a
-    position of an untied table)."""
+    position of an untied table). A mixture's experts turn last: a position multiplies 2 of 8 of
+    them, so their ridge lies 8 / 2 times the dense weights' (both 16-bit, 2 bytes and 2 FLOPs a
+    weight), and at it the dense GEMMs are long past theirs."""
     for acc in cat.accelerators.values():
         bw, flops = acc.bandwidth_tbps * 1e12, acc.bf16_tflops * 1e12
         for m in cat.models.values():
             t = roofline.ridge_tokens(acc, m)
             st = roofline.step_time(acc, m, 1, t)
             head = m.vocab * m.hidden
-            rows = (0 if m.tied_embeddings else 2 * m.hidden * t) / bw
-            blocks_arithmetic = float(st.compute_s) - 2 * head * t / flops
-            blocks_reads = float(st.memory_s) - rows - 2 * head / bw
-            assert blocks_arithmetic == pytest.approx(blocks_reads, rel=1e-9)
-            # A dense model's 16-bit GEMMs, head included, share one ridge (2 bytes and 2 FLOPs a
-            # weight), so each kernel is as long in reads as in arithmetic there. A mixture's experts
-            # are read whole but a position multiplies 2 of 8: their own ridge lies 4 x further out,
-            # the dense weights' and the head's nearer in, so at the pass's ridge the kernels, each at
-            # its own roofline, take longer than all the arithmetic.
-            gemms = float(st.gemm_s + st.head_s)
-            if m.experts:
-                assert gemms > float(st.compute_s) * (1 + 1e-6)
+            if not m.experts:
+                assert t == pytest.approx(flops / bw, rel=1e-12)
+                rows = (0 if m.tied_embeddings else 2 * m.hidden * t) / bw
+                blocks_arithmetic = float(st.compute_s) - 2 * head * t / flops
+                blocks_reads = float(st.memory_s) - rows - 2 * head / bw
+                assert blocks_arithmetic == pytest.approx(blocks_reads, rel=1e-9)
+                # The 16-bit GEMMs, head included, share one ridge, so each kernel is as long in
+                # reads as in arithmetic there.
+                assert float(st.gemm_s + st.head_s) == pytest.approx(float(st.compute_s), rel=1e-9)
             else:
-                assert gemms == pytest.approx(float(st.compute_s), rel=1e-9)
+                assert t == pytest.approx(flops / bw * m.experts / m.active_experts, rel=1e-12)
+                # The experts' reads (every expert, all but reached) equal their arithmetic.
+                experts = m.layers * m.experts * 3 * m.hidden * m.expert_ffn
+                routed = experts * m.active_experts / m.experts
+                reach = 1 - (1 - m.active_experts / m.experts) ** t
+                assert 2 * routed * t / flops == pytest.approx(2 * experts * reach / bw, rel=1e-6)
+                assert bool(roofline.step_time(acc, m, 1, np.ceil(t) + 1).compute_bound)
+                assert not bool(roofline.step_time(acc, m, 1, np.floor(t) - 1).compute_bound)

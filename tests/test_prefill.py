@@ -161,8 +161,11 @@ def test_causal_attention_flops(cat):
     # Per layer: Q K^T and the weighted sum of V are each 2 P^2 d without the mask; causal halves both.
     by_hand = 80 * (2 * p * p * 8192 + 2 * p * p * 8192) / 2
     assert prefill.attention_flops(m, p) == pytest.approx(by_hand, rel=1e-12)
-    # Against the arithmetic counted: 2 FLOPs per weight multiplied, the input embedding left out.
-    assert prefill.attention_share(m, p) == pytest.approx(by_hand / (2 * (70553706496 - 1_050_673_152) * p), rel=1e-12)
+    # Against the arithmetic counted: 2 FLOPs per block weight for every position, and per head
+    # weight for the last position only (it alone makes a token); the input embedding left out.
+    head = 1_050_673_152
+    blocks = 70553706496 - 2 * head
+    assert prefill.attention_share(m, p) == pytest.approx(by_hand / (2 * blocks * p + 2 * head), rel=1e-12)
 
 
 @pytest.mark.parametrize("acc, cards", SCENARIOS)
@@ -229,7 +232,10 @@ def test_the_static_description_and_table_give_the_hand_numbers(cat, kind):
     rows = {row[0]: row[1:] for row in art.table.rows}
     assert rows[f"{p:,.0f} (the prompt slider)"][1:4] == [f"{hand.decode_per_token(p) * 1e3:.1f} ms",
                                                           f"{ratio:,.0f}×", "compute"]
-    assert rows["32,768"][4] == f"{80 * 32768 * 8192 / hand.step_params:.1%}"
+    # Causal attention over the counted arithmetic: every position through the blocks, the last
+    # one through the head (80 layers x P^2 x 8,192 against 2 x blocks x P + 2 x head).
+    counted = 2 * hand.blocks * 32768 + 2 * hand.head
+    assert rows["32,768"][4] == f"{2 * 80 * 32768 ** 2 * 8192 / counted:.1%}"
 
 
 def test_a_scenario_where_nothing_fits_says_so(cat, kind):

@@ -40,12 +40,9 @@ def _summaries(r: Resolved, scheduler: str, chunk: int, prefix: float) -> list[s
 
 
 def _capacity(r: Resolved, scheduler: str, chunk: int, prefix: float) -> tuple[float, bool]:
-    """The capacity these short runs show on the drawn rates, and whether it was cut to the rate
-    the scheduler can sustain at all (`serving.sustainable_rate`): a short run can end before a
-    queue it cannot clear grows long, so on its own it may show more than any server holds."""
-    short = serving.capacity_of(scheduler, _rates(), chunk, prefix, r.acc, r.target, r.cards, r.precision)
-    bound = serving.sustainable_rate(scheduler, chunk or CHUNK.default, prefix, r.acc, r.target, r.cards, r.precision)
-    return min(short, bound), short > bound
+    """The capacity these short runs show, and whether it was cut to the rate the scheduler can
+    sustain at all (models.serving.short_capacity): the prose prints the same."""
+    return serving.short_capacity(scheduler, chunk or CHUNK.default, prefix, r.acc, r.target, r.cards, r.precision)
 
 
 def _follow(sliders: dict[str, Slider]) -> str:

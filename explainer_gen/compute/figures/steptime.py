@@ -42,7 +42,10 @@ class StepTime(FigureKind):
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         ends = np.array(TOKENS_RANGE)
-        at = lambda tokens: r.forward(tokens, context=0)  # noqa: E731 (the weights alone)
+        # The weights alone: the floor of reading them all (the head's once, for the one position
+        # that makes a token), and the slope of the blocks' products, which every position pays.
+        at = lambda tokens: r.forward(tokens, context=0, logits=1)  # noqa: E731
+        slope = lambda tokens: r.forward(tokens, context=0, logits=0)  # noqa: E731
         ridge = r.ridge_tokens()
         curve = np.unique(np.append(CURVE, ridge))
         # Decode runs only as far as memory holds the requests' caches.
@@ -57,7 +60,7 @@ class StepTime(FigureKind):
 
         return stack([
             part("memory", 2, tokens=ends, ms=at(ends).memory_s * 1e3, ms_estimate=0, prompt=0, batch=0),
-            part("compute", 2, tokens=ends, ms=at(ends).compute_s * 1e3, ms_estimate=0, prompt=0, batch=0),
+            part("compute", 2, tokens=ends, ms=slope(ends).compute_s * 1e3, ms_estimate=0, prompt=0, batch=0),
             curve_part("prefill", curve),
             curve_part("decode", decode),
             part("ridge", 1, tokens=ridge, ms=at(ridge).memory_s * 1e3, ms_estimate=0, prompt=0, batch=0),

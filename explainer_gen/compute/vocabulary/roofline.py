@@ -99,7 +99,7 @@ def allreduce_us(scenario: Resolved) -> float:
 
 
 @topic.term(depends=("scenario",))
-def link_gbps(scenario: Resolved) -> float:
+def peer_gbps(scenario: Resolved) -> float:
     """The rate one card of the scenario sends to the other cards of its group, GB/s one way: all
     its links behind a switch, the links to its group's cards on a full mesh."""
     return scenario.acc.peer_bandwidth(max(scenario.cards, 2)) / 1e9

@@ -56,25 +56,23 @@ def serve_goodput(scenario: Resolved, scheduler, rate, chunk=CHUNK.default, pref
     return _stat(scenario, "goodput", scheduler, rate, chunk, prefix)
 
 
-def _capacity(scenario: Resolved, n: int, metric: str, scheduler, chunk, prefix):
-    return _each(lambda s, c, p, m: serving.steady_capacity(s, serving.CAPACITY_RATES, int(c), float(p), scenario.acc,
-                                                            scenario.target, scenario.cards, scenario.precision, n, m),
-                 scheduler, chunk, prefix, metric)
-
-
 @topic.term(depends=("scenario",))
 def serve_capacity(scenario: Resolved, scheduler, chunk=CHUNK.default, prefix=PREFIX.default, metric="tpot"):
     """The highest arrival rate of a steady stream (runs of models.serving.LONG_REQUESTS requests) at
     which the first token's p99 and `metric`'s p99 ("tpot", the default, or "tbt") meet their
     objectives, read between models.serving.CAPACITY_RATES."""
-    return _capacity(scenario, serving.LONG_REQUESTS, metric, scheduler, chunk, prefix)
+    return _each(lambda s, c, p, m: serving.steady_capacity(s, serving.CAPACITY_RATES, int(c), float(p), scenario.acc,
+                                                            scenario.target, scenario.cards, scenario.precision,
+                                                            metric=m), scheduler, chunk, prefix, metric)
 
 
 @topic.term(depends=("scenario",))
 def serve_short_capacity(scenario: Resolved, scheduler, chunk=CHUNK.default, prefix=PREFIX.default, metric="tpot"):
-    """`serve_capacity` read from runs of the figures' models.serving.N_REQUESTS requests: a short
-    run's figure, which may exceed what a steady stream can hold (`serve_bound`)."""
-    return _capacity(scenario, serving.N_REQUESTS, metric, scheduler, chunk, prefix)
+    """The capacity the figures' runs of models.serving.N_REQUESTS requests show (a short run's
+    figure, cut to `serve_bound` where it would pass it: models.serving.short_capacity)."""
+    return _each(lambda s, c, p, m: serving.short_capacity(s, int(c), float(p), scenario.acc, scenario.target,
+                                                           scenario.cards, scenario.precision, m)[0],
+                 scheduler, chunk, prefix, metric)
 
 
 @topic.term(depends=("scenario",))
