@@ -342,6 +342,27 @@ def figure_draft(distance: float, vocab: int = FIGURE_VOCAB) -> np.ndarray:
     return mix(figure_target(vocab), figure_far_draft(vocab), distance)
 
 
+def figure_distance(a: float, vocab: int = FIGURE_VOCAB) -> float:
+    """The slider position at which the figure's draft is kept with probability `a`: acceptance
+    falls linearly, sum min(p, (1 - d) p + d r) = 1 - d TV(p, r), so d = (1 - a) / TV(p, r). The
+    pair reaches down to a = 1 - TV(p, r) (0.252 for the figure's pair) and no further."""
+    floor = 1.0 - total_variation(figure_target(vocab), figure_far_draft(vocab))
+    if not floor - 1e-12 <= a <= 1.0:
+        raise ValueError(f"the figure's pair of distributions keeps a guess with probability {floor:.3f} to 1, "
+                         f"not {a:g}")
+    return min(max((1.0 - a) / (1.0 - floor), 0.0), 1.0)
+
+
+@lru_cache(maxsize=4096)
+def sibling_acceptance(a: float, branches: int, vocab: int = FIGURE_VOCAB) -> tuple[float, ...]:
+    """How often the root keeps its j-th child's guess, j = 1 .. branches, given that it tried it
+    (all before it rejected), for the figure's pair at acceptance `a`: the first against p, at `a`;
+    each later one against the residual left by the rejections before it (`sibling_targets`).
+    Sequoia calls this the acceptance vector. It falls with j: the residuals sit where q is thin."""
+    p, q = figure_target(vocab), figure_draft(figure_distance(a, vocab), vocab)
+    return tuple(acceptance(r, q) for r in sibling_targets(p, q, branches)[:branches])
+
+
 @dataclass(frozen=True)
 class FigureGrid:
     distance: np.ndarray     # (D,) slider positions

@@ -3,14 +3,20 @@
 The draft proposes `branches` separate chains of guesses, each `depth` tokens long, all starting
 from the last accepted token. The target checks every node in one pass. The acceptance rule
 (the page states it): the target emits one token per position, so of a node's children at most
-one can be kept. It tries them one after another, each accepted independently with probability a,
-and the first accepted child continues the path; the pass yields the accepted path plus the
-target's own token. Here only the root has several children: the first branch whose first guess
-holds is followed down alone. Siblings that are kept independently and all followed (the
-deepest of b independent chains) would overstate the yield: two different first guesses cannot
-both be the target's token. `models.sampling.tree_steps` plays this rule with real
-distributions and keeps the target's output exact. A chain of k guesses is the tree of one
-branch of depth k (`speculative.expected_tokens`).
+one can be kept. It tries them one after another (SpecInfer's multi-draft rule,
+`models.sampling.tree_steps`): the j-th is judged against what the target's distribution has
+left after the j - 1 rejections before it, so it is kept less often than the first
+(`sampling.sibling_acceptance`, the acceptance vector). The first child kept continues the path,
+alone, as a chain kept at `a` a guess; the pass yields the accepted path plus the target's own
+token. Only the root has several children here. Trying siblings as if each were kept at `a`
+independently would overstate the yield: two different first guesses cannot both be the target's
+token, and a guess the draft ranks second is a worse guess. A chain of k guesses is the tree of
+one branch of depth k (`speculative.expected_tokens`).
+
+The vector depends on the draft's and the target's distributions, not on `a` alone. The page's
+one dial is mapped onto the sampler's pair (`sampling.figure_target` and `figure_draft`: a Zipf
+target over 8 tokens and a draft drifting towards a reversed one), which covers `a` from 0.252 up;
+a caller with a measured vector passes it as `siblings`.
 
 Cost, priced by `roofline.step_time` like a chain's:
 - drafting: `depth` draft passes, reading each request's draft cache once: the first over one
@@ -31,6 +37,7 @@ from . import speculative
 from .catalogue import LLM, Accelerator
 from .precision import BF16_ALL, Precision
 from .roofline import step_time
+from .sampling import sibling_acceptance
 
 
 @dataclass(frozen=True)
@@ -42,21 +49,35 @@ class Tree:
     def nodes(self) -> int:
         return self.branches * self.depth
 
-    def reach(self, a) -> np.ndarray:
-        """P(the accepted path reaches depth i), for i = 1 .. depth: one of the branches' first
-        guesses holds, 1 - (1 - a)^branches, and then the next i - 1 guesses of that branch."""
-        a = np.asarray(a, dtype=float)[..., None]
-        i = np.arange(1, self.depth + 1)
-        return (1.0 - (1.0 - a) ** self.branches) * a ** (i - 1)
+    def root(self, a, siblings=None) -> np.ndarray:
+        """P(the root keeps one of its children's guesses) = 1 - prod_j (1 - a_j), over the
+        acceptance vector a_1 = a, a_2, ... (`siblings`, default the sampler's pair at `a`:
+        `sampling.sibling_acceptance`; pass [a] * branches for siblings kept independently)."""
+        a = np.asarray(a, dtype=float)
+        if self.branches == 1:  # a chain: its one first guess is kept at `a`, whatever the pair
+            return a + 0.0
+        if siblings is not None:
+            vec = np.broadcast_to(np.asarray(siblings, dtype=float), a.shape + (self.branches,))
+        else:
+            vec = np.array([sibling_acceptance(float(x), self.branches) for x in a.ravel()]).reshape(
+                a.shape + (self.branches,))
+        return 1.0 - np.prod(1.0 - vec, axis=-1)
 
-    def expected_tokens(self, a) -> np.ndarray:
+    def reach(self, a, siblings=None) -> np.ndarray:
+        """P(the accepted path reaches depth i), for i = 1 .. depth: the root keeps a first guess
+        (`root`), and then the followed branch's next i - 1 guesses hold, each at `a`."""
+        a = np.asarray(a, dtype=float)
+        i = np.arange(1, self.depth + 1)
+        return self.root(a, siblings)[..., None] * a[..., None] ** (i - 1)
+
+    def expected_tokens(self, a, siblings=None) -> np.ndarray:
         """Mean tokens a verify pass yields: 1 (the target's own) + sum over i of P(depth >= i)."""
-        out = 1.0 + self.reach(a).sum(axis=-1)
+        out = 1.0 + self.reach(a, siblings).sum(axis=-1)
         return out if out.ndim else float(out)
 
-    def tokens_distribution(self, a: float) -> np.ndarray:
+    def tokens_distribution(self, a: float, siblings=None) -> np.ndarray:
         """P(a pass yields t tokens) for t = 1 .. depth + 1."""
-        reach = np.concatenate([[1.0], self.reach(a), [0.0]])
+        reach = np.concatenate([[1.0], self.reach(a, siblings), [0.0]])
         return reach[:-1] - reach[1:]
 
 
@@ -64,11 +85,17 @@ def chain(k: int) -> Tree:
     return Tree(1, k)
 
 
-def accepted_depths(tree: Tree, a: float, n: int, rng: np.random.Generator) -> np.ndarray:
+def accepted_depths(tree: Tree, a: float, n: int, rng: np.random.Generator, siblings=None) -> np.ndarray:
     """`n` verify passes played out node by node under the acceptance rule: every node draws
-    its own acceptance; the first branch (in order) whose first guess holds is followed, and
-    keeps guesses up to its first rejection. Returns the tokens each pass yields (accepted depth + 1)."""
-    kept = rng.random((n, tree.branches, tree.depth)) < a
+    its own acceptance, the j-th first guess at the vector's a_j (`Tree.root`) and every guess
+    below it at `a`; the first branch (in order) whose first guess holds is followed, and keeps
+    guesses up to its first rejection. Returns the tokens each pass yields (accepted depth + 1)."""
+    if siblings is None:
+        siblings = [a] if tree.branches == 1 else sibling_acceptance(float(a), tree.branches)
+    vec = np.asarray(siblings, dtype=float)
+    rate = np.concatenate([np.broadcast_to(vec, (tree.branches,))[:, None],
+                           np.full((tree.branches, tree.depth - 1), float(a))], axis=1)
+    kept = rng.random((n, tree.branches, tree.depth)) < rate
     run = np.cumprod(kept, axis=-1).sum(axis=-1)  # accepted prefix of each branch
     any_first = kept[:, :, 0].any(axis=-1)
     followed = np.argmax(kept[:, :, 0], axis=-1)  # the first branch whose first guess holds

@@ -31,7 +31,9 @@ def test_a_tree_of_one_branch_is_the_chain(k):
 @pytest.mark.parametrize("a", [0.1, 0.5, 0.8, 0.97])
 def test_the_closed_form_is_the_rule_summed_over_every_outcome(branches, depth, a):
     """Every way the nodes can be accepted or not, weighted by its probability: the exact
-    distribution of tokens per pass under the rule, against `tokens_distribution`."""
+    distribution of tokens per pass under the rule, against `tokens_distribution`, with every
+    node kept at a independently (the acceptance vector [a] * branches, where the rule and the
+    closed form can both be summed by hand)."""
     tree = trees.Tree(branches, depth)
     exact = np.zeros(depth + 1)
     for outcome in itertools.product((0, 1), repeat=tree.nodes):
@@ -40,14 +42,15 @@ def test_the_closed_form_is_the_rule_summed_over_every_outcome(branches, depth, 
         first = [j for j in range(branches) if kept[j, 0]]  # the target tries the first guesses in order
         depth_reached = int(np.cumprod(kept[first[0]]).sum()) if first else 0
         exact[depth_reached] += weight
-    assert np.allclose(tree.tokens_distribution(a), exact, rtol=1e-12, atol=1e-15)
-    assert math.isclose(tree.expected_tokens(a), (exact * np.arange(1, depth + 2)).sum(), rel_tol=1e-12)
+    independent = [a] * branches
+    assert np.allclose(tree.tokens_distribution(a, independent), exact, rtol=1e-12, atol=1e-15)
+    assert math.isclose(tree.expected_tokens(a, independent), (exact * np.arange(1, depth + 2)).sum(), rel_tol=1e-12)
 
 
 def _check(tokens: np.ndarray, tree: trees.Tree, a: float) -> tuple[float, float]:
-    """The mean of simulated passes and the closed form's distance from it, with the radius a
-    correct simulation stays within: Hoeffding for n values in [1, depth + 1], failing once in a
-    million runs."""
+    """The mean of simulated passes and the closed form's distance from it (the sampler's pair's
+    acceptance vector), with the radius a correct simulation stays within: Hoeffding for n values
+    in [1, depth + 1], failing once in a million runs."""
     radius = sampling.hoeffding_radius(len(tokens), tree.depth, 1e-6)
     return abs(tokens.mean() - tree.expected_tokens(a)), radius
 
@@ -60,15 +63,20 @@ def test_passes_played_node_by_node_match_the_closed_form():
     assert gap <= radius
 
 
-@pytest.mark.parametrize("wrong", ["deepest of independent branches", "first branch only"])
+@pytest.mark.parametrize("wrong", ["deepest of independent branches", "first branch only", "independent siblings"])
 def test_the_check_catches_a_wrong_rule(wrong):
     """Negative controls: following every branch whose guesses hold and keeping the deepest
     (siblings kept independently, which the target cannot do) yields too much; trying only the
-    first branch yields a chain's tokens, too little. Both means lie far outside the radius."""
+    first branch yields a chain's tokens, too little; trying the branches in turn but keeping
+    each first guess at a (the independent rule) yields too much as well. All three means lie
+    outside the radius."""
     tree, a = trees.Tree(4, 4), 0.8
-    kept = np.random.default_rng(17).random((200_000, tree.branches, tree.depth)) < a
-    runs = np.cumprod(kept, axis=-1).sum(axis=-1)
-    tokens = (runs.max(axis=-1) if wrong.startswith("deepest") else runs[:, 0]) + 1
+    if wrong == "independent siblings":
+        tokens = trees.accepted_depths(tree, a, 200_000, np.random.default_rng(17), siblings=[a] * 4)
+    else:
+        kept = np.random.default_rng(17).random((200_000, tree.branches, tree.depth)) < a
+        runs = np.cumprod(kept, axis=-1).sum(axis=-1)
+        tokens = (runs.max(axis=-1) if wrong.startswith("deepest") else runs[:, 0]) + 1
     gap, radius = _check(tokens, tree, a)
     assert gap > radius
 

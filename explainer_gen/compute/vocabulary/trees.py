@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from models import drafts, speculative, trees
+from models import drafts, sampling, speculative, trees
 from models.catalogue import LLM, Catalogue
 
 from ...sources.controls import Resolved
@@ -25,8 +25,23 @@ def tree_tokens(a, b, d):
 
 @topic.term(depends=())
 def tree_root(a, b):
-    """The chance that one of the b first guesses holds: 1 - (1 - a)^b."""
-    return trees.Tree(int(b), 1).reach(a)[..., 0]
+    """The chance that the target keeps one of the b first guesses, tried in turn, each at its
+    acceptance in the sampler's pair at `a` (models.trees.Tree.root): 1 - prod_j (1 - a_j)."""
+    return trees.Tree(int(b), 1).root(a)
+
+
+@topic.term(depends=())
+def pair_floor():
+    """The least acceptance the sampler's pair reaches, its draft drifted all the way: 1 - TV(p, r)
+    (models.sampling.figure_distance)."""
+    return 1.0 - sampling.total_variation(sampling.figure_target(), sampling.figure_far_draft())
+
+
+@topic.term(depends=())
+def sibling_rate(a, j):
+    """How often the target keeps the j-th first guess it tries, given that it rejected the j - 1
+    before it (j = 1 is `a`), in the sampler's pair at `a` (models.sampling.sibling_acceptance)."""
+    return np.vectorize(lambda x, n: sampling.sibling_acceptance(float(x), int(n))[int(n) - 1])(a, j)
 
 
 @topic.term(depends=("scenario",))
