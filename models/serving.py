@@ -591,12 +591,12 @@ def steady_capacity(scheduler: str, rates, chunk: int, prefix: float, acc: Accel
 
 
 def short_capacity(scheduler: str, chunk: int, prefix: float, acc: Accelerator, model: LLM, cards: int,
-                   precision: Precision = BF16_ALL, metric: str = "tpot") -> tuple[float, bool]:
-    """The capacity the figures' runs of `N_REQUESTS` show, read between `CAPACITY_RATES`, and
-    whether it was cut to `sustainable_rate`: a short run can end before a queue it cannot clear
-    grows long, so on its own it may show more than any server holds."""
-    rates = CAPACITY_RATES
-    raw = _crossing(scheduler, rates, chunk, prefix, acc, model, cards, precision, N_REQUESTS, metric)
+                   precision: Precision = BF16_ALL, metric: str = "tpot", rates=CAPACITY_RATES) -> tuple[float, bool]:
+    """The capacity runs of `N_REQUESTS` show over a sweep of `rates` (`capacity_of`; the figures
+    pass the rates they draw, whose runs they have made already), and whether it was cut to
+    `sustainable_rate`: a short run can end before a queue it cannot clear grows long, so on its
+    own it may show more than any server holds."""
+    raw = capacity_of(scheduler, rates, chunk, prefix, acc, model, cards, precision, metric)
     bound = sustainable_rate(scheduler, chunk, prefix, acc, model, cards, precision)
     return min(raw, bound), raw > bound
 

@@ -42,7 +42,8 @@ def _summaries(r: Resolved, scheduler: str, chunk: int, prefix: float) -> list[s
 def _capacity(r: Resolved, scheduler: str, chunk: int, prefix: float) -> tuple[float, bool]:
     """The capacity these short runs show, and whether it was cut to the rate the scheduler can
     sustain at all (models.serving.short_capacity): the prose prints the same."""
-    return serving.short_capacity(scheduler, chunk or CHUNK.default, prefix, r.acc, r.target, r.cards, r.precision)
+    return serving.short_capacity(scheduler, chunk or CHUNK.default, prefix, r.acc, r.target, r.cards, r.precision,
+                                  rates=_rates())
 
 
 def _follow(sliders: dict[str, Slider]) -> str:

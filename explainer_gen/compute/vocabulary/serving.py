@@ -68,10 +68,10 @@ def serve_capacity(scenario: Resolved, scheduler, chunk=CHUNK.default, prefix=PR
 
 @topic.term(depends=("scenario",))
 def serve_short_capacity(scenario: Resolved, scheduler, chunk=CHUNK.default, prefix=PREFIX.default, metric="tpot"):
-    """The capacity the figures' runs of models.serving.N_REQUESTS requests show (a short run's
-    figure, cut to `serve_bound` where it would pass it: models.serving.short_capacity)."""
+    """The capacity the figures' runs of models.serving.N_REQUESTS requests show at the rates they
+    draw (a short run's figure, cut to `serve_bound` where it would pass it: models.serving.short_capacity)."""
     return _each(lambda s, c, p, m: serving.short_capacity(s, int(c), float(p), scenario.acc, scenario.target,
-                                                           scenario.cards, scenario.precision, m)[0],
+                                                           scenario.cards, scenario.precision, m, RATE.values())[0],
                  scheduler, chunk, prefix, metric)
 
 
