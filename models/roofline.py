@@ -168,18 +168,26 @@ class Kernels:
         )
         return cls(**{k: (float(v) if np.ndim(v) == 0 else v) for k, v in fields.items()})
 
+    def reach(self, tokens):
+        """The share of a mixture's experts that `tokens` positions are routed to (1 when dense)."""
+        return 1.0 - self.expert_miss ** tokens if self.expert_miss else 1.0
+
     def reads(self, tokens, cached, logits):
         """(GEMMs, lookup, cache) seconds of reading; a mixture reads the experts its positions reach."""
-        reach = 1.0 - self.expert_miss ** tokens if self.expert_miss else 1.0
-        return (self.dense_read + self.expert_read * reach + (logits > 0) * self.head_read,
+        return (self.dense_read + self.expert_read * self.reach(tokens) + (logits > 0) * self.head_read,
                 self.lookup_position * tokens, self.kv_cached * cached)
+
+    def arithmetic(self, tokens, attended, logits):
+        """Seconds of all the pass's products at their peaks: the blocks' (the weights' format), the
+        head's for `logits` positions and attention's (16-bit)."""
+        return ((self.dense_position + self.expert_position) * tokens + self.head_logit * logits
+                + self.attention_attended * attended)
 
     def times(self, tokens, cached, attended, logits, mx=np.maximum, share=1.0):
         """(block GEMMs, head, lookup, attention, communication) seconds of one pass, its reads at
         `share` of the datasheet bandwidth (`models.realistic`; 1, the floor, by default)."""
-        reach = 1.0 - self.expert_miss ** tokens if self.expert_miss else 1.0
-        gemm = mx(self.dense_read / share, self.dense_position * tokens) + mx(self.expert_read * reach / share,
-                                                                              self.expert_position * tokens)
+        gemm = mx(self.dense_read / share, self.dense_position * tokens) + mx(
+            self.expert_read * self.reach(tokens) / share, self.expert_position * tokens)
         head = (logits > 0) * mx(self.head_read / share, self.head_logit * logits)  # no logits: no head GEMM
         attention = mx(self.kv_cached * cached / share, self.attention_attended * attended)
         comm = (self.comm_pass + self.comm_position * tokens
@@ -194,20 +202,6 @@ class Kernels:
 @lru_cache(maxsize=256)
 def _kernels_on(cls, acc: Accelerator, model: LLM, cards: float, precision: Precision) -> Kernels:
     return cls._of(acc, model, cards, precision)
-
-
-def compute_seconds(acc: Accelerator, model: LLM, tokens, context=0.0, precision: Precision = BF16_ALL,
-                    attended=None, logits=None, cards=1):
-    """Seconds of arithmetic on `cards` cards for a pass over `tokens` positions: the blocks'
-    products at their format's peak, the output head's and attention's at the 16-bit peak. Each
-    position attends to `context` cached tokens, unless `attended` gives the total over all
-    positions. The output head runs for `logits` positions, by default all of them."""
-    k = Kernels.of(acc, model, cards, precision)
-    tokens = np.asarray(tokens, dtype=float)
-    attended = tokens * np.asarray(context, dtype=float) if attended is None else np.asarray(attended, dtype=float)
-    logits = tokens if logits is None else np.asarray(logits, dtype=float)
-    return ((k.dense_position + k.expert_position) * tokens + k.head_logit * logits
-            + k.attention_attended * attended)
 
 
 def step_time(acc: Accelerator, model: LLM, cards, tokens, context=0.0, requests=None,
@@ -240,12 +234,10 @@ def pass_time(acc: Accelerator, model: LLM, cards, tokens, cached, attended,
     gemm, head, lookup, attention, talk = k.times(tokens, cached, attended, rows)
     seconds = gemm + head + lookup + attention + talk
     gemm_reads, lookup_reads, kv_s = k.reads(tokens, cached, rows)
-    compute_s = ((k.dense_position + k.expert_position) * tokens + k.head_logit * rows
-                 + k.attention_attended * attended)
+    compute_s = k.arithmetic(tokens, attended, rows)
     # Every block GEMM class past its own knee: the dense weights', and a mixture's experts'.
-    reach = 1.0 - k.expert_miss ** tokens if k.expert_miss else 1.0
     compute_bound = (k.dense_position * tokens > k.dense_read) & (
-        (k.expert_position * tokens > k.expert_read * reach) | (k.expert_read == 0))
+        (k.expert_position * tokens > k.expert_read * k.reach(tokens)) | (k.expert_read == 0))
     weights_s = gemm_reads + lookup_reads
     flops = (2.0 * model.active_block_params * tokens + 2.0 * model.head_params * rows
              + attention_flops_per_position(model, attended))

@@ -454,21 +454,16 @@ class Summary:
     tpot_median: float
     tpot_p99: float
     goodput: float      # requests per second that met both objectives (TTFT and TPOT)
-    meets: bool         # both p99s within the objective (TTFT and TPOT)
-    tbt_median: float = math.nan  # time between tokens, over every gap (`Run.tbt`)
-    tbt_p99: float = math.nan
+    tbt_median: float = math.nan  # time between tokens, over every gap (`Run.tbt`): the inverted CDF,
+    tbt_p99: float = math.nan     # where the TTFT and TPOT quantiles interpolate (`np.quantile`)
 
     @classmethod
     def of(cls, run: Run, rate: float, ttft_s: float = TTFT_OBJECTIVE, tpot_s: float = TPOT_OBJECTIVE) -> "Summary":
         ttft, tpot = run.ttft, run.tpot
         t99, p99 = float(np.quantile(ttft, QUANTILE)), float(np.quantile(tpot, QUANTILE))
         return cls(float(np.median(ttft)), t99, float(np.median(tpot)), p99,
-                   rate * float(run.meets(ttft_s, tpot_s).mean()), t99 <= ttft_s and p99 <= tpot_s,
+                   rate * float(run.meets(ttft_s, tpot_s).mean()),
                    *(float(x) for x in run.tbt([0.5, QUANTILE])))
-
-    def meets_objective(self, metric: str = "tpot") -> bool:
-        """The first token's p99 and the `metric`'s p99 ("tpot" or "tbt") within their objectives."""
-        return self.ttft_p99 <= TTFT_OBJECTIVE and getattr(self, f"{metric}_p99") <= OBJECTIVES[metric]
 
 
 def capacity(rates, ttft_p99, tpot_p99, ttft_s: float = TTFT_OBJECTIVE, tpot_s: float = TPOT_OBJECTIVE) -> float:

@@ -171,6 +171,8 @@ def serve_limit(which):
 @topic.term(depends=())
 def serve_setting(which):
     """The page's dials: "rate_min", "rate_max", "rate_step", "rate" (the timeline's default),
-    "chunk" (the default chunk), "chunk_max", "prefix_step" (the first cached share above 0)."""
+    "chunk" (the default chunk), "chunk_max", "prefix_step" (the first cached share above 0); and
+    "capacity_step", the spacing of the rates a steady capacity is read between."""
     return {"rate_min": RATE.min, "rate_max": RATE.max, "rate_step": RATE.step, "rate": RATE.default,
-            "chunk": CHUNK.default, "chunk_max": CHUNK.max, "prefix_step": PREFIX.step}[which]
+            "chunk": CHUNK.default, "chunk_max": CHUNK.max, "prefix_step": PREFIX.step,
+            "capacity_step": float(serving.CAPACITY_RATES[1] - serving.CAPACITY_RATES[0])}[which]

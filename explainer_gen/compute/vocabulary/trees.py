@@ -31,13 +31,6 @@ def tree_root(a, b):
 
 
 @topic.term(depends=())
-def pair_floor():
-    """The least acceptance the sampler's pair reaches, its draft drifted all the way: 1 - TV(p, r)
-    (models.sampling.figure_distance)."""
-    return 1.0 - sampling.total_variation(sampling.figure_target(), sampling.figure_far_draft())
-
-
-@topic.term(depends=())
 def sibling_rate(a, j):
     """How often the target keeps the j-th first guess it tries, given that it rejected the j - 1
     before it (j = 1 is `a`), in the sampler's pair at `a` (models.sampling.sibling_acceptance)."""
