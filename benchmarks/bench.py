@@ -68,7 +68,7 @@ import logging  # noqa: E402
 from mkdocs.commands.build import build  # noqa: E402
 from mkdocs.config import load_config  # noqa: E402
 
-from helpers import with_plugin_options  # noqa: E402
+from helpers import copy_code, with_plugin_options  # noqa: E402
 
 logging.getLogger("mkdocs").setLevel(logging.ERROR)
 
@@ -659,11 +659,12 @@ def save_under_serve(work: Path, config: Path, module: str) -> dict:
 
     code = work / "code"
     if not code.exists():
-        for package in ("models", "explainer_gen"):
-            shutil.copytree(REPO / package, code / package, ignore=shutil.ignore_patterns("__pycache__"))
+        copy_code(code)
     out = subprocess.run([sys.executable, __file__, "--serve-save", str(config), str(work / "save-site"),
-                          str(work / "save-cache"), str(code / module)], capture_output=True, text=True, check=True,
+                          str(work / "save-cache"), str(code / module)], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(code)})
+    if out.returncode:
+        raise RuntimeError(f"the serve-save run failed:\n{out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -46,12 +46,6 @@ del _graph
 _KEPT = ("explainer_gen.plugin", "explainer_gen.config")
 
 
-def code_fingerprint() -> str:
-    """The hash of all the code this module loaded (each result's key holds only its own code's: CODE)."""
-    assert SOURCES is not None and CODE is not None, "core.fresh() hands out only a core whose sources are known"
-    return CODE.fingerprint
-
-
 def is_current() -> bool:
     """Whether the code on disk is the code loaded here."""
     return SOURCES is not None and SOURCES == cache.source_hashes()

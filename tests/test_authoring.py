@@ -24,6 +24,11 @@ SUMMARY = re.compile(r"INFO +- +explainer: (\d+) figures? computed \((\d+) new, 
                      r"changed\), (\d+) read from the cache; (\d+) numbers? computed, (\d+) read from the cache$", re.M)
 
 
+def _fences(project) -> int:
+    """The `explainer` fences in a project's pages: every figure a build places."""
+    return sum(p.read_text().count("```explainer") for p in (project / "docs").rglob("*.md"))
+
+
 def computed_by_build(project: Path, site: Path, why: str | None = None) -> int:
     """Build the project with its own copy of the code (first on PYTHONPATH) in a new process;
     returns how many figures the models computed: the figure entries it added to the cache. The
@@ -38,7 +43,7 @@ def computed_by_build(project: Path, site: Path, why: str | None = None) -> int:
     summary = SUMMARY.findall(result.stderr)
     assert len(summary) == 1, result.stderr
     n, new, code, inputs, cached, _, _ = map(int, summary[0])
-    placed = sum(p.read_text().count("```explainer") for p in (project / "docs").rglob("*.md"))
+    placed = _fences(project)
     assert n == computed == new + code + inputs and n + cached == placed, (computed, placed, summary)
     if why is not None:
         assert {"new": new, "code changed": code, "inputs changed": inputs}[why] == n, (why, summary)
@@ -329,7 +334,7 @@ def test_serve_rebuilds_when_the_catalogue_changes(project):
             proc.kill()
     # Each build says what it did: the first read every figure from the warm cache; the rebuild
     # computed them all again, for the catalogue every figure reads.
-    placed = sum(p.read_text().count("```explainer") for p in (project / "docs").rglob("*.md"))
+    placed = _fences(project)
     said = [tuple(map(int, m)) for m in SUMMARY.findall(proc.stdout.read())]
     assert said[0][:5] == (0, 0, 0, 0, placed) and said[-1][:5] == (placed, 0, 0, placed, 0), said
 

@@ -117,13 +117,13 @@ def start_up_of(browser, urls: list[str], init: str = "", trace: bool = False, *
         for url, _, page in opened:
             page.goto(url, wait_until="load")
         opened[-1][2].wait_for_timeout(1000)  # the last page loaded, and so every page, has had its second
-        found = {}
+        found, elements = {}, {}  # each page's start-up, and (traced) how many elements it has
         for url, _, page in opened:
             assert page.evaluate("() => !!window.document$"), f"the theme's bundle did not start on {url}"
             found[url] = StartUp(page.evaluate("() => window.__late"),
                                  page.evaluate("() => document.body.getAttribute('data-md-color-scheme')"))
             if trace:
-                found[url] = found[url]._replace(large=page.evaluate("() => document.getElementsByTagName('*').length"))
+                elements[url] = page.evaluate("() => document.getElementsByTagName('*').length")
     finally:
         events = json.loads(browser.stop_tracing())["traceEvents"] if trace else []
         for _, context, _ in opened:
@@ -135,8 +135,11 @@ def start_up_of(browser, urls: list[str], init: str = "", trace: bool = False, *
             if e.get("name") == "CommitLoad" and data.get("isMainFrame") and data.get("url") in found:
                 process[e["pid"]] = data["url"]
         assert set(process.values()) == set(found), f"no trace of {set(found) - set(process.values())}"
+        by_process: dict = {}
+        for e in events:
+            by_process.setdefault(e.get("pid"), []).append(e)
         for pid, url in process.items():
-            found[url] = found[url]._replace(**restyled([e for e in events if e.get("pid") == pid], found[url].large))
+            found[url] = found[url]._replace(**restyled(by_process[pid], elements[url]))
     return found
 
 

@@ -17,8 +17,10 @@ def machine_cache() -> DiskCache:
     """The cache every project on this machine shares, outside any checkout: `$EXPLAINER_GEN_MACHINE_CACHE`,
     else `$XDG_CACHE_HOME/explainer-gen`, else `~/.cache/explainer-gen`; an empty variable turns it off.
 
-    It holds only what depends on library versions alone (the Vega bundle), never a project's figures,
-    so one project's build cannot feed another's pages."""
+    It holds only what no project's pages depend on: the Vega bundle (keyed by library versions) and
+    each source module's reading of its imports (keyed by the module's hash, compute/codegraph.py),
+    never a project's figures, so one project's build cannot feed another's pages. Nothing sweeps
+    it: a module saved often leaves a small entry per version."""
     root = os.environ.get(MACHINE_CACHE_ENV)
     if root is None:
         root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "explainer-gen"

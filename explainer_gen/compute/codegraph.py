@@ -31,7 +31,9 @@ from pathlib import Path
 FIGURE_ENTRY = ("explainer_gen.compute.artifacts",)
 NUMBER_ENTRY = ("explainer_gen.compute.numbers", "explainer_gen.compute.pages")
 STATE_ENTRY = ("explainer_gen.client.contract",)  # a page's state, which the browser reads
-DATA_SUFFIXES = (".yaml", ".yml", ".json", ".csv", ".bib")
+# The data files a module may read: the suffixes cache.source_hashes watches (it decides when the
+# code on disk is no longer the code loaded), so an edit of any of them loads the code again.
+DATA_SUFFIXES = (".yaml",)
 # The code that reads a module (this file), part of the key under which the machine's cache keeps
 # each module's reading: a change to how imports are read never meets an old reading.
 _READER = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
@@ -157,8 +159,7 @@ class CodeGraph:
     def digests(self) -> dict[str, str]:
         """sha256 by relative path of every module and every YAML file read (core.py compares them
         with the hashes taken as the code was loaded)."""
-        return {**{m.path: m.digest for m in self.modules.values()},
-                **{path: d for path, d in self.data.items() if path.endswith(".yaml")}}
+        return {**{m.path: m.digest for m in self.modules.values()}, **self.data}
 
     def cutting(self, registry: str, members: set[str]) -> "CodeGraph":
         """The graph with the edges from package `registry` to its `members` cut."""
@@ -193,13 +194,12 @@ class CodeKeys:
         from .vocabulary.registry import Topic
 
         self.kinds = REGISTRY
-        self.terms = {name: term for topic in vocabulary.TOPICS for name, term in topic.terms.items()}
         # A term runs the module that registers it (where `max` is numpy's maximum, that module
         # says so) and the module that defines its function, when that is ours.
         registers = {mod.topic.name: mod.__name__ for mod in vars(vocabulary).values()
                      if isinstance(mod, ModuleType) and isinstance(getattr(mod, "topic", None), Topic)}
         self.term_modules = {name: tuple(sorted({registers[term.topic], term.fn.__module__} & set(graph.modules)))
-                             for name, term in self.terms.items()}
+                             for name, term in vocabulary.REGISTRY.terms.items()}
         members = {m for mods in self.term_modules.values() for m in mods}
         self.graph = graph.cutting(vocabulary.__name__, members)
         self.versions = list(versions)
@@ -240,25 +240,27 @@ class CodeKeys:
 
     def _imports_of(self, module: str) -> set[str]:
         """The modules of the graph that a loaded module outside it imports."""
-        import sys
-
-        path = getattr(sys.modules.get(module), "__file__", None)
+        path, source = _source(module)
         try:
-            tree = ast.parse(Path(path).read_bytes()) if path else None
-        except (OSError, SyntaxError):
-            return set()
+            tree = ast.parse(source) if source is not None else None
+        except SyntaxError:
+            tree = None
         if tree is None:
             return set()
         return {t for t in _imported(tree, module, Path(path).name == "__init__.py")
                 for t in (*_parents(t), t) if t in self.graph.modules}
 
 
-def _file_digest(module: str) -> str:
-    """sha256 of a loaded module's source file ('' when it has none)."""
-    import sys
-
+def _source(module: str) -> tuple[str | None, bytes | None]:
+    """A loaded module's source file and its bytes (None for either when it has none)."""
     path = getattr(sys.modules.get(module), "__file__", None)
     try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path else ""
+        return path, Path(path).read_bytes() if path else None
     except OSError:
-        return ""
+        return path, None
+
+
+def _file_digest(module: str) -> str:
+    """sha256 of a loaded module's source file ('' when it has none)."""
+    source = _source(module)[1]
+    return hashlib.sha256(source).hexdigest() if source is not None else ""

@@ -74,7 +74,7 @@ def compute_page(job: PageJob) -> dict:
     did nothing."""
     from explainer_gen import core
 
-    if core.SOURCES is None or core.code_fingerprint() != job.code_fingerprint:
+    if core.CODE is None or core.CODE.fingerprint != job.code_fingerprint:
         return {"skipped": "the code on disk is not the code the build loaded"}
     site = core.SiteBuild(root=Path(job.root), docs_dir=Path(job.docs_dir), catalogue_path=Path(job.catalogue_path),
                           cache_dir=Path(job.cache_dir), data_budget_kb=job.data_budget_kb,
