@@ -16,7 +16,8 @@ one branch of depth k (`speculative.expected_tokens`).
 The vector depends on the draft's and the target's distributions, not on `a` alone. The page's
 one dial is mapped onto the sampler's pair (`sampling.figure_target` and `figure_draft`: a Zipf
 target over 8 tokens and a draft drifting towards a reversed one), which covers `a` from 0.252 up;
-a caller with a measured vector passes it as `siblings`.
+a caller with a measured vector passes it as `siblings`; under greedy decoding that is a draft
+head's top-b accuracies, turned into a vector by `ranked_acceptance`.
 
 Cost, priced by `roofline.step_time` like a chain's:
 - drafting: `depth` draft passes, reading each request's draft cache once: the first over one
@@ -79,6 +80,24 @@ class Tree:
         """P(a pass yields t tokens) for t = 1 .. depth + 1."""
         reach = np.concatenate([[1.0], self.reach(a, siblings), [0.0]])
         return reach[:-1] - reach[1:]
+
+
+def ranked_acceptance(covered) -> np.ndarray:
+    """Greedy decoding's acceptance vector, from how often the target's token is among the draft's
+    b most likely distinct tokens, c_1 <= c_2 <= ... (a draft head's top-b accuracy). The root's
+    children are those tokens, best first, and the j-th is kept when the target's token is the
+    draft's j-th choice; the target reaches it only when the j - 1 before it missed, so
+    a_j = (c_j - c_(j-1)) / (1 - c_(j-1)), with c_0 = 0. `Tree.root` over this vector gives back
+    c_b: a measured top-b accuracy is the tree's first-position coverage under greedy decoding."""
+    c = np.asarray(covered, dtype=float)
+    if c.ndim != 1 or c.size == 0:
+        raise ValueError(f"need a list of top-1, top-2, ... accuracies, got {covered!r}")
+    before = np.concatenate([[0.0], c[:-1]])
+    if np.any(c < before) or c[0] < 0.0 or c[-1] > 1.0:
+        raise ValueError(f"top-b accuracies must rise from 0 to at most 1 with b, got {covered!r}")
+    if np.any(before >= 1.0):
+        raise ValueError(f"a top-b accuracy of 1 leaves nothing for the guesses after it: {covered!r}")
+    return (c - before) / (1.0 - before)
 
 
 def chain(k: int) -> Tree:

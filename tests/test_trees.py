@@ -100,3 +100,65 @@ def test_the_tree_breakeven_is_a_single_crossing():
     pays = trees.speedup(ACC, TARGET, DRAFT, 4, batches, 0.8, tree, 512) >= 1.0
     first = trees.breakeven_batch(ACC, TARGET, DRAFT, 4, 0.8, tree, 512)
     assert pays[:first - 1].all() and not pays[first - 1:].any()
+
+
+# -- greedy decoding: the ranked vector ----------------------------------------------------------
+
+PUBLISHED_TOPK = {field: values for field, values in __import__("yaml").safe_load(
+    (__import__("pathlib").Path(__file__).parents[1] / "models" / "published.yaml").read_text())["cai2024"].items()}
+
+
+def _greedy_contexts(n: int, vocab: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """n contexts, each a (target, draft) pair of random distributions over `vocab` tokens, the
+    draft a noisy copy of the target; returns the target's greedy token and the draft's ranking."""
+    rng = np.random.default_rng(seed)
+    target = rng.dirichlet(np.full(vocab, 0.3), size=n)
+    draft = 0.3 * target + 0.7 * rng.dirichlet(np.full(vocab, 0.3), size=n)
+    return target.argmax(axis=1), np.argsort(-draft, axis=1, kind="stable")
+
+
+def test_greedy_trees_keep_siblings_at_the_ranked_vector():
+    """Under greedy decoding the root's children are the draft's best distinct tokens and the
+    j-th is kept when it is the target's token. Played out context by context, the share of
+    tried j-th children that are kept is the vector `ranked_acceptance` derives from the same
+    contexts' top-b hit rates, and the root's coverage is the top-b rate, exactly (both are counts
+    of one sample, so no tolerance). The vector's shape is the draft's, not a law: this draft is
+    mostly noise over 12 tokens, so once its first choices miss, the few tokens left are likelier,
+    and later choices are kept more often (Medusa's heads, below, do the opposite). Either way the
+    independent rule, every child kept at the top-1 rate, is wrong by more than 0.1 from three
+    children on (the negative control)."""
+    target_token, ranking = _greedy_contexts(20_000, 12, 20240101)
+    rank = np.argmax(ranking == target_token[:, None], axis=1) + 1  # where the target's token sits
+    branches = 5
+    covered = np.array([np.mean(rank <= b) for b in range(1, branches + 1)])
+    vec = trees.ranked_acceptance(covered)
+    for j in range(1, branches + 1):
+        tried = rank >= j  # the j - 1 before it were rejected
+        assert vec[j - 1] == pytest.approx(np.mean(rank[tried] == j), abs=1e-12)
+    assert np.all(np.diff(vec) > 0), vec  # this draft's later choices are better guesses
+    for b in range(1, branches + 1):
+        root = float(trees.Tree(b, 1).root(covered[0], siblings=vec[:b]))
+        assert root == pytest.approx(np.mean(rank <= b), abs=1e-12)
+        independent = 1.0 - (1.0 - covered[0]) ** b
+        if b >= 3:
+            assert abs(independent - root) > 0.1, (b, independent, root)
+
+
+@pytest.mark.parametrize("field", sorted(PUBLISHED_TOPK))
+def test_medusas_published_top_b_accuracies_as_a_vector(field):
+    """Medusa's first head (models/published.yaml, read here as the file holds it): the vector's
+    tree gives back every published top-b accuracy; each later choice is kept less often than the
+    one before; and the independent rule misses the top-4 accuracy by more than 0.15."""
+    covered = np.asarray(PUBLISHED_TOPK[field], dtype=float)
+    vec = trees.ranked_acceptance(covered)
+    assert vec[0] == covered[0]
+    assert np.all(np.diff(vec) < 0), vec
+    for b in range(1, covered.size + 1):
+        assert float(trees.Tree(b, 1).root(vec[0], siblings=vec[:b])) == pytest.approx(covered[b - 1], abs=1e-12)
+    assert (1.0 - (1.0 - covered[0]) ** 4) - covered[3] > 0.15
+
+
+@pytest.mark.parametrize("covered", [[0.6, 0.5], [-0.1, 0.5], [0.5, 1.2], [1.0, 1.0], [], [[0.5]]])
+def test_ranked_acceptance_refuses_what_is_not_a_top_b_list(covered):
+    with pytest.raises(ValueError, match="top"):
+        trees.ranked_acceptance(covered)

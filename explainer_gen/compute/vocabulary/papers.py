@@ -18,13 +18,21 @@ topic = Topic("papers")
 @topic.term(depends=())
 def published(paper: str, field: str) -> float:
     """A figure a paper reports, by its citation key and field: published("kwon2023", "kv_used_low")."""
+    value = published_entry(paper, field)
+    if isinstance(value, (list, dict)):
+        raise ValueError(f"{paper}.{field} in models/published.yaml is a list, not one number")
+    return float(value)
+
+
+def published_entry(paper: str, field: str):
+    """The entry as the file holds it, a number or a list (`published` for a number)."""
     table = papers.published()
     if paper not in table or not isinstance(table[paper], dict):
         raise ValueError(f"no paper {paper!r} in models/published.yaml; "
                          f"{closest(paper, [k for k, v in table.items() if isinstance(v, dict)])}")
     if field not in table[paper]:
         raise ValueError(f"{paper} has no field {field!r} in models/published.yaml; {closest(field, table[paper])}")
-    return float(table[paper][field])
+    return table[paper][field]
 
 
 @topic.term(depends=())

@@ -11,6 +11,7 @@ from models import drafts, sampling, speculative, trees
 from models.catalogue import LLM, Catalogue
 
 from ...sources.controls import Resolved
+from .papers import published_entry
 from .registry import Topic
 from .speculative import memory_cap
 
@@ -35,6 +36,32 @@ def sibling_rate(a, j):
     """How often the target keeps the j-th first guess it tries, given that it rejected the j - 1
     before it (j = 1 is `a`), in the sampler's pair at `a` (models.sampling.sibling_acceptance)."""
     return np.vectorize(lambda x, n: sampling.sibling_acceptance(float(x), int(n))[int(n) - 1])(a, j)
+
+
+def _ranked(paper: str, field: str, n) -> np.ndarray:
+    """The published vector, checked to cover guesses 1 .. every n asked for."""
+    vec = trees.ranked_acceptance(published_entry(paper, field))
+    n = np.asarray(n)
+    if np.any(n < 1) or np.any(n > vec.size) or np.any(n != np.round(n)):
+        raise ValueError(f"{paper}.{field} has top-1 to top-{vec.size} accuracies; asked for {n.tolist()}")
+    return vec
+
+
+@topic.term(depends=())
+def ranked_rate(paper: str, field: str, j):
+    """Greedy decoding's acceptance vector from a published list of top-1, top-2, ... accuracies
+    (models/published.yaml): how often the target keeps the draft's j-th choice, given that it
+    rejected the j - 1 before it (models.trees.ranked_acceptance). j = 1 is the top-1 accuracy."""
+    vec = _ranked(paper, field, j)
+    return np.vectorize(lambda n: vec[int(n) - 1])(j)
+
+
+@topic.term(depends=())
+def ranked_root(paper: str, field: str, b):
+    """The chance that the target keeps one of the draft's b best distinct first guesses, tried in
+    turn at the published vector's rates (models.trees.Tree.root over `ranked_rate`)."""
+    vec = _ranked(paper, field, b)
+    return np.vectorize(lambda n: float(trees.Tree(int(n), 1).root(vec[0], siblings=vec[:int(n)])))(b)
 
 
 @topic.term(depends=("scenario",))
