@@ -27,6 +27,7 @@ import posixpath
 from dataclasses import dataclass
 from pathlib import Path
 
+from models import estimate
 from models.catalogue import Catalogue, load_catalogue
 from models.yamlsource import SourceError
 
@@ -159,6 +160,7 @@ class SiteBuild:
         for path, (font, _) in theme.FONT_FILES.items():
             self._add(f"{ASSETS}/{path}", Path(font))
 
+        self._check_measurements()
         self._in_parallel(pages)
         for p in pages:
             # A page whose source, catalogue and code are unchanged since the last build in
@@ -181,6 +183,22 @@ class SiteBuild:
                                    lambda text: text, lambda text: text)
             self.page_json[p.src_uri] = self._add(f"{ASSETS}/page/{short_hash(p.src_uri)}.json", state)
         return self.files
+
+    def _check_measurements(self) -> None:
+        """The published measurements against the fitted estimate (models/estimate.py): a band
+        wider than its limit, or a measurement whose place in the band is not the one the file
+        records, fails the build at its line, as an author's mistake does. Kept per file, catalogue
+        and code, since the fit takes a moment."""
+        path = estimate.MEASUREMENTS_PATH
+        key = digest(self.code.fingerprint, self.inputs, path.read_text(encoding="utf-8"))
+        errors = self._remember(
+            "measurements", key,
+            lambda: [[e.path, e.line, e.message] for e in estimate.check(estimate.load(path, self.catalogue))],
+            lambda found: found, lambda found: found)
+        if errors:
+            (where, line, first), more = errors[0], errors[1:]
+            also = "".join(f"\n  also {w}:{n}: {m}" for w, n, m in more)
+            raise SourceError(where, line, first + also)
 
     @functools.cached_property
     def catalogue(self) -> Catalogue:

@@ -11,7 +11,7 @@ measurements below can tell apart:
   this cost: it is launch-bound, not bandwidth-bound.
 
     estimate = the pass priced kernel by kernel as `roofline.pass_time` prices it, each kernel's
-               reads at share x the bandwidth (`StepTime.at_share`), + overhead_s
+               reads at share x the bandwidth, + overhead_s (`StepTime.at`, `roofline.Efficiency`)
 
 The arithmetic stays at its datasheet peak: no measurement here is compute-bound, so none can
 say how far below the peak it runs, and past the ridge the estimate is still a floor plus the
@@ -32,7 +32,7 @@ import numpy as np
 
 from .catalogue import Catalogue
 from .papers import PUBLISHED_PATH, published
-from .roofline import StepTime, step_time
+from .roofline import Efficiency as Terms, StepTime, step_time
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,12 @@ class Efficiency:
 
     def estimate(self, st: StepTime):
         """A realistic time for the pass whose floor is `st`, seconds."""
-        return st.at_share(self.bandwidth_share) + self.overhead_s
+        return st.at(self.terms)
+
+    @property
+    def terms(self) -> Terms:
+        """The fit as the step model's terms: a bandwidth share and a fixed cost a pass."""
+        return Terms(bandwidth=self.bandwidth_share, pass_s=self.overhead_s)
 
 
 def fit() -> Efficiency:

@@ -42,6 +42,37 @@ from .precision import ACTIVATION_BYTES, BF16_ALL, Precision
 
 
 @dataclass(frozen=True)
+class Efficiency:
+    """How far each kernel class runs below its datasheet roofline, and what a pass pays besides
+    its kernels: the terms of an estimate (`models.estimate` fits them on measurements). The
+    default, every share 1 and no fixed cost, is the floor.
+
+    A kernel's reads take bytes / (bandwidth x share); its products FLOPs / (peak x share), the
+    share of the format they run in (the block GEMMs' format, 16 bits for the head and attention);
+    the collectives' bytes move at `link` x the peer bandwidth, their fixed latencies unchanged.
+    Each pass then pays `pass_s`, and `layer_s` for each of its layers: launches, synchronisation,
+    sampling, the engine's own step, nothing a byte or a FLOP accounts for."""
+
+    bandwidth: float = 1.0  # share of the HBM bandwidth a kernel's reads attain
+    bf16: float = 1.0       # share of the 16-bit tensor peak products attain
+    fp8: float = 1.0        # share of the FP8 tensor peak
+    link: float = 1.0       # share of the peer bandwidth the collectives' bytes attain
+    pass_s: float = 0.0     # fixed seconds a pass
+    layer_s: float = 0.0    # fixed seconds a layer, each pass
+
+    def compute(self, arithmetic: str) -> float:
+        """The share of peak of products run in `arithmetic` ("bf16" or "fp8")."""
+        return self.fp8 if arithmetic == "fp8" else self.bf16
+
+    def fixed(self, layers):
+        """Seconds a pass of a model of `layers` layers pays besides its kernels."""
+        return self.pass_s + self.layer_s * layers
+
+
+FLOOR = Efficiency()
+
+
+@dataclass(frozen=True)
 class StepTime:
     """Arrays broadcast over the inputs; times in seconds, per card.
 
@@ -63,13 +94,13 @@ class StepTime:
     intensity: np.ndarray    # FLOP per byte read from HBM, over the whole pass
     utilisation: np.ndarray  # FLOP/s one card attains over the step, as a share of its peak in the weights' format
     # How it was priced: the kernels' pieces and what the pass carried (tokens, cached, attended,
-    # logits), so that the same pass can be priced again at another bandwidth (`at_share`).
+    # logits), so that the same pass can be priced again below the roofline (`at`).
     pieces: "Kernels" = field(default=None, compare=False, repr=False)
     carried: tuple = field(default=(), compare=False, repr=False)
 
-    def at_share(self, share: float):
-        """The step with every kernel's reads at `share` of the datasheet bandwidth."""
-        return sum(self.pieces.times(*self.carried, share=share))
+    def at(self, eff: Efficiency):
+        """Seconds of the same pass with its kernels at `eff`'s shares, plus `eff`'s fixed costs."""
+        return sum(self.pieces.times(*self.carried, eff=eff)) + eff.fixed(self.pieces.layers)
 
 
 def flops_per_token(model: LLM) -> float:
@@ -136,6 +167,8 @@ class Kernels:
     comm_position: float     # their bytes per position
     gather_pass: float       # the logits gather's fixed cost, when any position makes logits
     gather_logit: float      # its bytes per position through the head
+    layers: float            # the model's layers (an estimate's fixed cost is per layer)
+    block_arithmetic: str    # the format the block GEMMs' products run in: "bf16" or "fp8"
 
     @classmethod
     def of(cls, acc: Accelerator, model: LLM, cards, precision: Precision = BF16_ALL) -> "Kernels":
@@ -165,8 +198,11 @@ class Kernels:
             comm_position=talks * allreduces(model) * 2.0 * (group - 1.0) / group * model.hidden * ACTIVATION_BYTES / rate,
             gather_pass=talks * acc.allreduce_latency,
             gather_logit=talks * (group - 1.0) / group * model.vocab * LOGITS_BYTES / rate,
+            layers=model.layers,
         )
-        return cls(**{k: (float(v) if np.ndim(v) == 0 else v) for k, v in fields.items()})
+        fields = {k: (float(v) if np.ndim(v) == 0 else v) for k, v in fields.items()}
+        arithmetic = "fp8" if acc.peak(precision.weights) > acc.flops else "bf16"
+        return cls(**fields, block_arithmetic=arithmetic)
 
     def reach(self, tokens):
         """The share of a mixture's experts that `tokens` positions are routed to (1 when dense)."""
@@ -183,20 +219,24 @@ class Kernels:
         return ((self.dense_position + self.expert_position) * tokens + self.head_logit * logits
                 + self.attention_attended * attended)
 
-    def times(self, tokens, cached, attended, logits, mx=np.maximum, share=1.0):
-        """(block GEMMs, head, lookup, attention, communication) seconds of one pass, its reads at
-        `share` of the datasheet bandwidth (`models.realistic`; 1, the floor, by default)."""
-        gemm = mx(self.dense_read / share, self.dense_position * tokens) + mx(
-            self.expert_read * self.reach(tokens) / share, self.expert_position * tokens)
-        head = (logits > 0) * mx(self.head_read / share, self.head_logit * logits)  # no logits: no head GEMM
-        attention = mx(self.kv_cached * cached / share, self.attention_attended * attended)
-        comm = (self.comm_pass + self.comm_position * tokens
-                + (logits > 0) * (self.gather_pass + self.gather_logit * logits))
-        return gemm, head, self.lookup_position * tokens / share, attention, comm
+    def times(self, tokens, cached, attended, logits, mx=np.maximum, eff: Efficiency = FLOOR):
+        """(block GEMMs, head, lookup, attention, communication) seconds of one pass, each kernel
+        at `eff`'s shares of its roofline (the floor by default). `eff`'s fixed costs are not
+        among them (`StepTime.at` adds them)."""
+        bw, blocks, b16 = eff.bandwidth, eff.compute(self.block_arithmetic), eff.bf16
+        gemm = mx(self.dense_read / bw, self.dense_position * tokens / blocks) + mx(
+            self.expert_read * self.reach(tokens) / bw, self.expert_position * tokens / blocks)
+        head = (logits > 0) * mx(self.head_read / bw, self.head_logit * logits / b16)  # no logits: no head GEMM
+        attention = mx(self.kv_cached * cached / bw, self.attention_attended * attended / b16)
+        comm = (self.comm_pass + self.comm_position * tokens / eff.link
+                + (logits > 0) * (self.gather_pass + self.gather_logit * logits / eff.link))
+        return gemm, head, self.lookup_position * tokens / bw, attention, comm
 
-    def seconds(self, tokens: float, cached: float, attended: float, logits: float | None = None) -> float:
-        """`times` added up, on plain floats."""
-        return sum(self.times(tokens, cached, attended, tokens if logits is None else logits, max))
+    def seconds(self, tokens: float, cached: float, attended: float, logits: float | None = None,
+                eff: Efficiency = FLOOR) -> float:
+        """`times` added up, on plain floats, with `eff`'s fixed costs (none at the floor)."""
+        return sum(self.times(tokens, cached, attended, tokens if logits is None else logits, max, eff)) + (
+            eff.fixed(self.layers))
 
 
 @lru_cache(maxsize=256)

@@ -37,7 +37,7 @@ import numpy as np
 from . import kvcache
 from .catalogue import LLM, Accelerator
 from .precision import BF16_ALL, Precision
-from .roofline import Kernels
+from .roofline import FLOOR, Efficiency, Kernels
 
 # The workload, fixed here so that every figure and number on a page agrees.
 N_REQUESTS = 400
@@ -110,14 +110,22 @@ class PassCost(Kernels):
     which grows by `n` tokens a step, so it is one line (`decode_steps`).
     """
 
+    eff: Efficiency = FLOOR  # the kernels' shares and fixed costs: the floor, or an estimate's (models.estimate)
+
     @classmethod
-    def of(cls, acc: Accelerator, model: LLM, cards: int, precision: Precision = BF16_ALL) -> "PassCost":
+    def of(cls, acc: Accelerator, model: LLM, cards: int, precision: Precision = BF16_ALL,
+           eff: Efficiency = FLOOR) -> "PassCost":
         k = Kernels.of(acc, model, cards, precision)
-        return cls(**{f.name: getattr(k, f.name) for f in dataclasses.fields(Kernels)})
+        return cls(**{f.name: getattr(k, f.name) for f in dataclasses.fields(Kernels)}, eff=eff)
+
+    def seconds(self, tokens: float, cached: float, attended: float, logits: float | None = None,
+                eff: Efficiency | None = None) -> float:
+        return Kernels.seconds(self, tokens, cached, attended, logits, self.eff if eff is None else eff)
 
     def _decode_line(self, n: int, cached: float) -> tuple[float, float]:
         """(first step's seconds, growth a step) of decode steps of `n` requests from `cached` tokens."""
-        per_token = max(self.kv_cached, self.attention_attended)  # decode attends to exactly what it reads
+        # Decode attends to exactly what it reads.
+        per_token = max(self.kv_cached / self.eff.bandwidth, self.attention_attended / self.eff.bf16)
         return self._uncached(n) + per_token * cached, per_token * n
 
     def _uncached(self, n: int) -> float:
@@ -125,8 +133,8 @@ class PassCost(Kernels):
         so kept per `n` (a run asks for it hundreds of thousands of times)."""
         memo = self.__dict__.setdefault("_memo", {})
         if n not in memo:
-            gemm, head, lookup, _, comm = self.times(n, 0.0, 0.0, n, max)
-            memo[n] = gemm + head + lookup + comm
+            gemm, head, lookup, _, comm = self.times(n, 0.0, 0.0, n, max, self.eff)
+            memo[n] = gemm + head + lookup + comm + self.eff.fixed(self.layers)
         return memo[n]
 
     def decode_steps(self, n: int, cached: float, steps: int) -> float:

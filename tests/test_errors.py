@@ -228,3 +228,19 @@ def test_slider_grid_over_the_page_budget_gives_its_size(tmp_path):
     assert_fails(result, 3, "KB gzip, over the budget of 10 KB")
     size = float(re.search(r"would be ([\d.]+) KB gzip", result.stderr).group(1))
     assert size > 10
+
+
+def test_a_wrong_constant_fails_the_build_at_the_measurement_it_moves(tmp_path):
+    """Negative control of the measurements' check (models/estimate.py): a catalogue whose H100
+    reads twice as fast as its datasheet builds no site, and the error names the line of
+    models/measurements.yaml where a measurement's place in the band no longer holds."""
+    (tmp_path / "cat.yaml").write_text(GOOD_CATALOGUE.replace("bandwidth_tbps: 3.35", "bandwidth_tbps: 6.7", 1))
+    result = build_page(tmp_path, "# T\n\n" + GOOD_FENCE,
+                        config=CONFIG.replace("plugins: [explainer]", "plugins: [{explainer: {catalogue: cat.yaml}}]"))
+    out = result.stdout + result.stderr
+    assert result.returncode != 0 and "Traceback" not in out, out
+    found = re.search(r"measurements\.yaml:(\d+): (\S+): measured", out)
+    assert found, out
+    line = (Path(__file__).resolve().parents[1] / "models" / "measurements.yaml").read_text().split("\n")[int(found.group(1)) - 1]
+    assert line.strip().startswith("in_band:"), line
+    assert not (tmp_path / "site").exists()
