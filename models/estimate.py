@@ -313,10 +313,12 @@ class Fitted:
 
 
 def _terms(z: np.ndarray) -> Efficiency:
-    """Shares through a logistic (0 to 1), fixed costs through exp (positive)."""
+    """Shares through a logistic (0 to 1), fixed costs through exp (positive), the overlap
+    through 1 + exp (above 1: a kernel at least as fast as its reads and arithmetic one after the other)."""
     values = {}
     for name, x in zip(TERMS, z):
-        values[name] = 1.0 / (1.0 + math.exp(-x)) if name in SHARES else math.exp(x)
+        values[name] = (1.0 / (1.0 + math.exp(-x)) if name in SHARES else
+                        1.0 + math.exp(x) if name == "overlap" else math.exp(x))
     return Efficiency(**values)
 
 
@@ -324,11 +326,11 @@ def _z(eff: Efficiency) -> np.ndarray:
     out = []
     for name in TERMS:
         v = getattr(eff, name)
-        out.append(math.log(v / (1.0 - v)) if name in SHARES else math.log(v))
+        out.append(math.log(v / (1.0 - v)) if name in SHARES else math.log(v - 1.0) if name == "overlap" else math.log(v))
     return np.array(out)
 
 
-START = Efficiency(bandwidth=0.8, bf16=0.6, fp8=0.6, link=0.5, pass_s=1e-3, layer_s=2e-5)
+START = Efficiency(bandwidth=0.8, bf16=0.6, fp8=0.6, link=0.5, pass_s=1e-3, layer_s=2e-5, overlap=4.0)
 
 
 def _residuals(z: np.ndarray, rows: list[Measurement], priors: dict) -> np.ndarray:

@@ -31,6 +31,7 @@ read and written between kernels, and kernel launch costs (`models.realistic` es
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -51,7 +52,9 @@ class Efficiency:
     share of the format they run in (the block GEMMs' format, 16 bits for the head and attention);
     the collectives' bytes move at `link` x the peer bandwidth, their fixed latencies unchanged.
     Each pass then pays `pass_s`, and `layer_s` for each of its layers: launches, synchronisation,
-    sampling, the engine's own step, nothing a byte or a FLOP accounts for."""
+    sampling, the engine's own step, nothing a byte or a FLOP accounts for. Within a kernel, reads
+    and arithmetic overlap fully at the floor (the longer of the two); `overlap` says how far a real
+    kernel falls short of that near its ridge (`join`)."""
 
     bandwidth: float = 1.0  # share of the HBM bandwidth a kernel's reads attain
     bf16: float = 1.0       # share of the 16-bit tensor peak products attain
@@ -59,6 +62,26 @@ class Efficiency:
     link: float = 1.0       # share of the peer bandwidth the collectives' bytes attain
     pass_s: float = 0.0     # fixed seconds a pass
     layer_s: float = 0.0    # fixed seconds a layer, each pass
+    overlap: float = math.inf  # how a kernel's reads and arithmetic combine: (r^k + a^k)^(1/k), max at infinity
+
+    def join(self, reads, arithmetic, mx=np.maximum):
+        """One kernel's seconds from its reads' and its arithmetic's: the longer of the two at the
+        floor, where each hides the other entirely; with a finite `overlap` k, (r^k + a^k)^(1/k),
+        which is longer than either near the ridge, where a real kernel saturates neither."""
+        longer = mx(reads, arithmetic)
+        if self.overlap == math.inf:
+            return longer
+        k = self.overlap  # scaled by the longer one, so that no power overflows
+        if np.ndim(longer) == 0:
+            return longer * ((reads / longer) ** k + (arithmetic / longer) ** k) ** (1.0 / k) if longer else longer
+        safe = np.where(longer > 0, longer, 1.0)
+        return longer * ((reads / safe) ** k + (arithmetic / safe) ** k) ** (1.0 / k)
+
+    def __post_init__(self):
+        if not all(0.0 < getattr(self, name) <= 1.0 for name in ("bandwidth", "bf16", "fp8", "link")):
+            raise ValueError(f"shares of a roofline lie in (0, 1]: {self}")
+        if self.pass_s < 0.0 or self.layer_s < 0.0 or not self.overlap >= 1.0:
+            raise ValueError(f"fixed costs are 0 or more and the overlap 1 or more: {self}")
 
     def compute(self, arithmetic: str) -> float:
         """The share of peak of products run in `arithmetic` ("bf16" or "fp8")."""
@@ -223,11 +246,11 @@ class Kernels:
         """(block GEMMs, head, lookup, attention, communication) seconds of one pass, each kernel
         at `eff`'s shares of its roofline (the floor by default). `eff`'s fixed costs are not
         among them (`StepTime.at` adds them)."""
-        bw, blocks, b16 = eff.bandwidth, eff.compute(self.block_arithmetic), eff.bf16
-        gemm = mx(self.dense_read / bw, self.dense_position * tokens / blocks) + mx(
-            self.expert_read * self.reach(tokens) / bw, self.expert_position * tokens / blocks)
-        head = (logits > 0) * mx(self.head_read / bw, self.head_logit * logits / b16)  # no logits: no head GEMM
-        attention = mx(self.kv_cached * cached / bw, self.attention_attended * attended / b16)
+        bw, blocks, b16, join = eff.bandwidth, eff.compute(self.block_arithmetic), eff.bf16, eff.join
+        gemm = join(self.dense_read / bw, self.dense_position * tokens / blocks, mx) + join(
+            self.expert_read * self.reach(tokens) / bw, self.expert_position * tokens / blocks, mx)
+        head = (logits > 0) * join(self.head_read / bw, self.head_logit * logits / b16, mx)  # no logits: no head GEMM
+        attention = join(self.kv_cached * cached / bw, self.attention_attended * attended / b16, mx)
         comm = (self.comm_pass + self.comm_position * tokens / eff.link
                 + (logits > 0) * (self.gather_pass + self.gather_logit * logits / eff.link))
         return gemm, head, self.lookup_position * tokens / bw, attention, comm
