@@ -319,7 +319,9 @@ def test_serve_rebuilds_when_the_catalogue_changes(project):
         html = urllib.request.urlopen(url, timeout=5).read().decode()
         assert "livereload" in html  # the README's serve command keeps live reload on
         cat = project / "catalogue.yaml"
-        cat.write_text(cat.read_text().replace("bandwidth_tbps: 3.35", "bandwidth_tbps: 6.7", 1))
+        # A faster H100, by 4.5%: enough to change the page's step time, and little enough that the
+        # published measurements still agree with the model (every build checks them).
+        cat.write_text(cat.read_text().replace("bandwidth_tbps: 3.35", "bandwidth_tbps: 3.5", 1))
         deadline = time.time() + 120
         after = before
         while after == before and time.time() < deadline:
