@@ -4,13 +4,17 @@
 the same kernels, one at a time, below their rooflines and adds what a pass pays besides them
 (`roofline.Efficiency`):
 
-    estimate = sum over kernels of max(bytes / (bandwidth x b), FLOPs / (peak x c_format))
+    estimate = sum over kernels of join(bytes / (bandwidth x b), FLOPs / (peak x c_format))
                + collectives (bytes at link x the peer rate) + pass_s + layers x layer_s
 
-six terms in all: the bandwidth share b, the GEMM shares of the 16-bit and FP8 peaks, the link
-share, and two fixed costs. They are fitted on the measurements marked `training` in
-`measurements.yaml`, in log space (every measurement counts by its ratio, not its size), with
-priors where a microbenchmark measured the share on its own. The other measurements are held out.
+where join is the floor's max when a kernel's reads hide its arithmetic or the reverse, and with
+the fitted `overlap` k, (r^k + a^k)^(1/k): at k = 1, their sum. Seven terms in all: the bandwidth
+share b, the GEMM shares of the 16-bit and FP8 peaks, the link share, two fixed costs and the
+overlap. They are fitted on the measurements marked `training` in `measurements.yaml`, in log
+space (every measurement counts by its ratio, not its size), with priors where a microbenchmark
+measured a share on its own. The other measurements are held out. A term the data pushes to the
+edge of its range (a share of 1, a fixed cost of 0, an overlap of 1) stays there, and the fit says
+which (`Fitted.at_limit`).
 
 The band is the spread of measured / estimate over the training measurements, from the least to
 the greatest ratio (the 0th to the 100th percentile: with a dozen points, anything narrower would
@@ -20,7 +24,10 @@ inside it is a success of the model; one outside, a limit, and the file says why
 The quantities, for any setup the catalogue holds (`Setup`), are the ones `python -m
 models.estimate` prints and the measurements record: `prefill` (a prompt's pass, its first token
 included, batch one), `decode` (one step of a batch, every request holding the same context) and
-`throughput` (output tokens per second at the largest batch that fits, prefill included).
+`throughput` (output tokens per second at the largest batch that fits, prefill included), and for
+the measurements also serving runs at a request rate (`served`). The band is learned on A100 and
+H100 runs of dense models in BF16 and FP8: elsewhere (another card, INT4 weights, a mixture of
+experts) the command extrapolates.
 """
 from __future__ import annotations
 
@@ -260,7 +267,7 @@ def _row(path: str, item, catalogue: Catalogue) -> Measurement:
         fail("weights", f"weights {item['weights']!r}; {closest(item['weights'], WEIGHT_FORMATS)}")
     if item["kv"] not in KV_FORMATS:
         fail("kv", f"kv {item['kv']!r}; {closest(item['kv'], KV_FORMATS)}")
-    if not isinstance(item["cards"], int) or item["cards"] < 1:
+    if isinstance(item["cards"], bool) or not isinstance(item["cards"], int) or item["cards"] < 1:
         fail("cards", f"cards must be a whole number of at least 1, not {item['cards']!r}")
     setup = Setup(acc, model, item["cards"], Precision.of(item["weights"], item["kv"]))
     try:
@@ -273,8 +280,11 @@ def _row(path: str, item, catalogue: Catalogue) -> Measurement:
     args = {}
     for name in ARGS[quantity]:
         value = item.get(name)
-        if not isinstance(value, (int, float)) or value < (0 if name == "context" else 1):
-            fail(name if name in item else "quantity", f"{quantity} needs '{name}', a positive number")
+        if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+                or value < 0 or (value == 0 and name != "context") or (name not in ("context", "rate") and value < 1)):
+            fail(name if name in item else "quantity",
+                 f"{quantity} needs '{name}', " + ("a rate above 0" if name == "rate" else "0 or more" if name == "context"
+                                                  else "a count of at least 1"))
         args[name] = float(value)
     unit = item["unit"]
     allowed = [u for u in SCALE if (u == "tokens/s") == (UNITS[quantity] == "tokens/s") or quantity == "decode"]
@@ -290,6 +300,8 @@ def _row(path: str, item, catalogue: Catalogue) -> Measurement:
         fail("in_band", "in_band is true or false")
     if not item["in_band"] and not item.get("reason"):
         fail("in_band", "a measurement expected outside the band says why ('reason')")
+    if not item["in_band"] and item["split"] == "training":
+        fail("in_band", "a training measurement is inside the band by construction (the band spans them all)")
     return Measurement(str(item["id"]), line, setup, quantity, args, float(value),
                        item["split"], item["in_band"], str(item.get("reason", "")), item)
 
@@ -305,6 +317,7 @@ class Fitted:
     band: dict            # kind -> (low, high)
     residuals: dict       # measurement id -> ln(measured / estimate), training only
     iterations: int
+    at_limit: tuple = ()  # terms the data pushed to the edge of their range, where they stay
 
     def bounds(self, kind: str, estimate: float) -> tuple[float, float]:
         """The band around an estimate: never excluding the estimate itself."""
@@ -312,11 +325,14 @@ class Fitted:
         return estimate * min(low, 1.0), estimate * max(high, 1.0)
 
 
+LIMIT = 30.0  # the internal parameters' range: a share within 1e-13 of 0 or 1, a cost within e^-30 of 0
+
+
 def _terms(z: np.ndarray) -> Efficiency:
     """Shares through a logistic (0 to 1), fixed costs through exp (positive), the overlap
     through 1 + exp (above 1: a kernel at least as fast as its reads and arithmetic one after the other)."""
     values = {}
-    for name, x in zip(TERMS, z):
+    for name, x in zip(TERMS, np.clip(z, -LIMIT, LIMIT)):
         values[name] = (1.0 / (1.0 + math.exp(-x)) if name in SHARES else
                         1.0 + math.exp(x) if name == "overlap" else math.exp(x))
     return Efficiency(**values)
@@ -335,7 +351,10 @@ START = Efficiency(bandwidth=0.8, bf16=0.6, fp8=0.6, link=0.5, pass_s=1e-3, laye
 
 def _residuals(z: np.ndarray, rows: list[Measurement], priors: dict) -> np.ndarray:
     eff = _terms(z)
-    r = [math.log(m.value / m.price(eff)) for m in rows]
+    r = []
+    for m in rows:
+        priced = m.price(eff)
+        r.append(math.log(m.value / priced) if math.isfinite(priced) and priced > 0 else 1e6)
     for name, (centre, sd, _) in priors.items():
         r.append((math.log(getattr(eff, name)) - math.log(centre)) / sd)
     return np.array(r)
@@ -370,9 +389,12 @@ def _fit(data: Measurements) -> Fitted:
         improved = False
         while lam < 1e12:
             delta = np.linalg.solve(a + lam * np.diag(np.diag(a) + 1e-12), -g)
-            trial = _residuals(z + delta, rows, data.priors)
+            delta *= min(1.0, 5.0 / max(np.max(np.abs(delta)), 1e-300))  # no step longer than 5
+            moved = np.clip(z + delta, -LIMIT, LIMIT)
+            trial = _residuals(moved, rows, data.priors)
             if float(trial @ trial) < cost:
-                z, r, cost, lam, improved = z + delta, trial, float(trial @ trial), max(lam / 3.0, 1e-9), True
+                delta = moved - z
+                z, r, cost, lam, improved = moved, trial, float(trial @ trial), max(lam / 3.0, 1e-9), True
                 break
             lam *= 4.0
         if not improved or np.max(np.abs(delta)) < 1e-7:
@@ -385,7 +407,10 @@ def _fit(data: Measurements) -> Fitted:
         ratios[m.kind].append(ratio)
         residuals[m.id] = math.log(ratio)
     band = {kind: ((min(v), max(v)) if v else (1.0, 1.0)) for kind, v in ratios.items()}
-    return Fitted(eff, band, residuals, it)
+    edge = {name: (getattr(eff, name) > 1.0 - 1e-6 if name in SHARES else getattr(eff, name) < 1.0 + 1e-6
+                   if name == "overlap" else getattr(eff, name) < 1e-9) for name in TERMS}
+    at_limit = tuple(name for name in TERMS if edge[name])
+    return Fitted(eff, band, residuals, it, at_limit)
 
 
 def check(data: Measurements, fitted: Fitted | None = None) -> list[SourceError]:
@@ -423,16 +448,15 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message}\n")
 
 
-def _positive(kind):
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be above 0, not {text}")
-        return value
-    return parse
+def _count(text: str) -> int:
+    """A whole number of at least 1 (cards, tokens, requests)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be above 0, not {text}")
+    return value
 
 
 def _context(text: str) -> float:
@@ -440,8 +464,8 @@ def _context(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number, 0 or more, not {text}")
     return value
 
 
@@ -451,7 +475,7 @@ def parser(catalogue: Catalogue) -> argparse.ArgumentParser:
                 description="The floor, the fitted estimate and its band for any setup the catalogue holds.")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--accelerator", required=True, choices=sorted(catalogue.accelerators))
-    p.add_argument("--cards", required=True, type=_positive(int))
+    p.add_argument("--cards", required=True, type=_count)
     p.add_argument("--model", required=True, choices=sorted(catalogue.models))
     p.add_argument("--weights", choices=sorted(WEIGHT_FORMATS), default=defaults.get("weights", "bf16"))
     p.add_argument("--kv", choices=sorted(KV_FORMATS), default=defaults.get("kv", "bf16"))
@@ -459,15 +483,15 @@ def parser(catalogue: Catalogue) -> argparse.ArgumentParser:
                            parser_class=_Parser)
     json_flag = dict(action="store_true", dest="json_after", help="print one JSON object")
     s = sub.add_parser("prefill", help="time to first token of one request at batch 1, s")
-    s.add_argument("--tokens", required=True, type=_positive(float))
+    s.add_argument("--tokens", required=True, type=_count)
     s.add_argument("--json", **json_flag)
     s = sub.add_parser("decode", help="one decode step of B requests each holding C tokens, s")
-    s.add_argument("--batch", required=True, type=_positive(float))
+    s.add_argument("--batch", required=True, type=_count)
     s.add_argument("--context", required=True, type=_context)
     s.add_argument("--json", **json_flag)
     s = sub.add_parser("throughput", help="output tokens/s at the largest batch that fits, prefill included")
-    s.add_argument("--input", required=True, type=_positive(float))
-    s.add_argument("--output", required=True, type=_positive(float))
+    s.add_argument("--input", required=True, type=_count)
+    s.add_argument("--output", required=True, type=_count)
     s.add_argument("--json", **json_flag)
     return p
 
@@ -496,7 +520,11 @@ def _line(out: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    catalogue = load_catalogue()
+    try:
+        catalogue = load_catalogue()
+    except SourceError as exc:
+        print(f"python -m models.estimate: {exc}", file=sys.stderr)
+        return 2
     p = parser(catalogue)
     ns = p.parse_args(argv)
     setup = Setup(catalogue.accelerator(ns.accelerator), catalogue.model(ns.model), ns.cards,

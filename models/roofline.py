@@ -67,7 +67,8 @@ class Efficiency:
     def join(self, reads, arithmetic, mx=np.maximum):
         """One kernel's seconds from its reads' and its arithmetic's: the longer of the two at the
         floor, where each hides the other entirely; with a finite `overlap` k, (r^k + a^k)^(1/k),
-        which is longer than either near the ridge, where a real kernel saturates neither."""
+        longer than either, by most near the ridge where the two are equal (2^(1/k) there), and at
+        k = 1 their sum: no overlap at all."""
         longer = mx(reads, arithmetic)
         if self.overlap == math.inf:
             return longer
@@ -80,7 +81,7 @@ class Efficiency:
     def __post_init__(self):
         if not all(0.0 < getattr(self, name) <= 1.0 for name in ("bandwidth", "bf16", "fp8", "link")):
             raise ValueError(f"shares of a roofline lie in (0, 1]: {self}")
-        if self.pass_s < 0.0 or self.layer_s < 0.0 or not self.overlap >= 1.0:
+        if not (self.pass_s >= 0.0 and self.layer_s >= 0.0 and self.overlap >= 1.0):  # NaN fails too
             raise ValueError(f"fixed costs are 0 or more and the overlap 1 or more: {self}")
 
     def compute(self, arithmetic: str) -> float:
@@ -224,7 +225,7 @@ class Kernels:
             layers=model.layers,
         )
         fields = {k: (float(v) if np.ndim(v) == 0 else v) for k, v in fields.items()}
-        arithmetic = "fp8" if acc.peak(precision.weights) > acc.flops else "bf16"
+        arithmetic = "fp8" if precision.weights.arithmetic == "fp8" and acc.fp8_tflops else "bf16"  # as `peak` reads it
         return cls(**fields, block_arithmetic=arithmetic)
 
     def reach(self, tokens):

@@ -88,7 +88,8 @@ def ranked_acceptance(covered) -> np.ndarray:
     children are those tokens, best first, and the j-th is kept when the target's token is the
     draft's j-th choice; the target reaches it only when the j - 1 before it missed, so
     a_j = (c_j - c_(j-1)) / (1 - c_(j-1)), with c_0 = 0. `Tree.root` over this vector gives back
-    c_b: a measured top-b accuracy is the tree's first-position coverage under greedy decoding."""
+    c_b: a top-b accuracy measured against the target's greedy tokens is the tree's first-position
+    coverage under greedy decoding (one measured against a text's tokens stands in for it)."""
     c = np.asarray(covered, dtype=float)
     if c.ndim != 1 or c.size == 0:
         raise ValueError(f"need a list of top-1, top-2, ... accuracies, got {covered!r}")

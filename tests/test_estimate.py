@@ -137,15 +137,40 @@ def test_the_fit_finds_terms_it_was_made_from():
     synthetic = dataclasses.replace(DATA, rows=rows, priors={})
     got = estimate.fit(synthetic)
     assert max(abs(r) for r in got.residuals.values()) < 1e-3
-    for name in ("bandwidth", "bf16", "fp8", "layer_s", "overlap"):
+    for name in estimate.TERMS:
         assert getattr(got.eff, name) == pytest.approx(getattr(truth, name), rel=0.02), name
-    # Negative control: the same measurements 30% slower than the truth on the A100 only cannot be
-    # fitted exactly: the residuals no longer vanish.
-    skewed = tuple(dataclasses.replace(m, value=m.value * (1.3 if m.setup.acc.key == "a100-80gb" and m.kind == "latency"
-                                                           else 1 / 1.3 if m.setup.acc.key == "a100-80gb" else 1.0))
+    assert got.at_limit == ()
+    # Negative control: the A100's latencies 50% slower and its throughputs 50% lower than the truth
+    # (no one term slows one card) cannot be fitted exactly: the residuals no longer vanish.
+    skewed = tuple(dataclasses.replace(m, value=m.value * (1.5 if m.setup.acc.key == "a100-80gb" and m.kind == "latency"
+                                                           else 1 / 1.5 if m.setup.acc.key == "a100-80gb" else 1.0))
                    for m in rows)
     bent = estimate.fit(dataclasses.replace(DATA, rows=skewed, priors={}))
     assert max(abs(r) for r in bent.residuals.values()) > 0.05
+
+
+@pytest.mark.parametrize("factor", [0.5, 0.8, 2.0, 10.0])
+def test_a_wild_measurement_moves_the_fit_without_breaking_it(factor):
+    """One training value scaled by 0.5 to 10 (a typo in the file): the fit still ends, with
+    finite terms in their ranges, and the check reports what moved rather than failing itself."""
+    rows = list(DATA.rows)
+    i = next(j for j, m in enumerate(rows) if m.id == "trtllm-0.8.0-ttft-h100-fp8-70b-tp8-128")
+    rows[i] = dataclasses.replace(rows[i], value=rows[i].value * factor)
+    data = dataclasses.replace(DATA, rows=tuple(rows))
+    fitted = estimate.fit(data)
+    assert all(math.isfinite(getattr(fitted.eff, name)) for name in estimate.TERMS)
+    errors = estimate.check(data, fitted)
+    assert all(isinstance(e, SourceError) for e in errors)
+    if factor in (0.5, 10.0):
+        assert errors, "a training value halved or multiplied tenfold moved nothing"
+
+
+def test_the_fit_says_which_terms_sit_at_the_edge_of_their_range():
+    """On the file as it stands the fixed cost a pass comes out at 0: the data cannot tell it from
+    the per-layer cost, and the fit reports it rather than printing it as a measurement."""
+    assert "pass_s" in FIT.at_limit and FIT.eff.pass_s < 1e-9
+    for name in FIT.at_limit:
+        assert name in estimate.TERMS
 
 
 # -- 3. the build's check ----------------------------------------------------------------------------
@@ -180,6 +205,10 @@ def test_a_wrong_constant_fails_the_check_at_a_measurements_line(tmp_path):
     (lambda t: t.replace("split: training", "split: trained", 1), "split 'trained'"),
     (lambda t: t.replace("in_band: false\n    reason:", "in_band: false\n    note:", 1), "says why"),
     (lambda t: t.replace("band_limit: {latency: 1.5,", "band_limit: {latency: 0.5,", 1), "ratio above 1"),
+    (lambda t: t.replace("    split: training\n    in_band: true", "    split: training\n    in_band: false\n    reason: a test", 1),
+     "inside the band by construction"),
+    (lambda t: t.replace("    cards: 1\n", "    cards: true\n", 1), "whole number"),
+    (lambda t: t.replace("    rate: 2\n", "    rate: 0\n", 1), "a rate above 0"),
 ])
 def test_a_mistake_in_the_file_is_named_at_its_line(tmp_path, edit, needle):
     text = estimate.MEASUREMENTS_PATH.read_text()
@@ -263,6 +292,12 @@ BAD = {
                        "splits over 1, 2, 4, 8"),
     "batch does not fit": (["--accelerator", "a100-80gb", "--cards", "1", "--model", "llama-3-8b", "decode",
                             "--batch", "100000", "--context", "8000"], "at most"),
+    "fractional batch": (["--accelerator", "h100-sxm", "--cards", "1", "--model", "llama-3-8b", "decode",
+                          "--batch", "0.5", "--context", "8"], "whole number"),
+    "infinite context": (["--accelerator", "h100-sxm", "--cards", "1", "--model", "llama-3-8b", "decode",
+                          "--batch", "1", "--context", "inf"], "finite"),
+    "fractional cards": (["--accelerator", "h100-sxm", "--cards", "1.5", "--model", "llama-3-8b", "prefill",
+                          "--tokens", "8"], "whole number"),
     "unknown format": (["--accelerator", "h100-sxm", "--cards", "1", "--model", "llama-3-8b", "--weights", "int8",
                         "prefill", "--tokens", "8"], "bf16"),
 }

@@ -33,4 +33,4 @@ def test_the_greedy_paragraph_is_medusas_top_b_accuracies_beside_the_pair(site):
     expected = [c[0], c[3], *rates, 1.0 - c[3], *pair[1:], pair_empty]
     paragraph = _paragraph(article((site / "explainers/draft-trees/index.html").read_text()), "Under greedy")
     assert numbers_in(paragraph) == [f"{x:.0%}" for x in expected]
-    assert "flatters width" in paragraph
+    assert "flatters width" in paragraph and "stand-in for the target" in paragraph
