@@ -324,6 +324,14 @@ class Fitted:
         low, high = self.band[kind]
         return estimate * min(low, 1.0), estimate * max(high, 1.0)
 
+    def place(self, m: "Measurement") -> tuple[float, float, float, bool]:
+        """(estimate, low, high, inside) of one measurement: the one rule for whether a value lies in
+        the band, its edges included (to a relative 1e-9, so that the training measurement the band
+        ends at counts as inside)."""
+        estimate = m.price(self.eff)
+        low, high = self.bounds(m.kind, estimate)
+        return estimate, low, high, low * (1 - 1e-9) <= m.value <= high * (1 + 1e-9)
+
 
 LIMIT = 30.0  # the internal parameters' range: a share within 1e-13 of 0 or 1, a cost within e^-30 of 0
 
@@ -424,9 +432,7 @@ def check(data: Measurements, fitted: Fitted | None = None) -> list[SourceError]
                                       f"the {kind} band is {low:.2f}x to {high:.2f}x of the estimate, "
                                       f"{high / low:.2f}x wide, over its limit of {data.band_limit[kind]:g}x"))
     for m in data.rows:
-        estimate = m.price(fitted.eff)
-        low, high = fitted.bounds(m.kind, estimate)
-        inside = low * (1 - 1e-9) <= m.value <= high * (1 + 1e-9)
+        estimate, low, high, inside = fitted.place(m)
         if inside != m.in_band:
             says = "inside" if inside else "outside"
             errors.append(SourceError(data.path, line_of(m.raw, "in_band"),

@@ -15,11 +15,11 @@ from typing import Callable, Iterable
 from models.catalogue import Catalogue
 
 from ...sources.controls import Resolved
-from . import arithmetic, batching, kv, papers, realistic, roofline, sampler, scenario, serving, speculative, trees
+from . import arithmetic, batching, kv, measured, papers, realistic, roofline, sampler, scenario, serving, speculative, trees
 from .registry import DEPENDENCIES, Registry, Term, TermError, Topic
 
 TOPICS = (scenario.topic, roofline.topic, speculative.topic, batching.topic, kv.topic, papers.topic,
-          realistic.topic, sampler.topic, serving.topic, trees.topic, arithmetic.topic)
+          realistic.topic, measured.topic, sampler.topic, serving.topic, trees.topic, arithmetic.topic)
 REGISTRY = Registry(*TOPICS)
 
 __all__ = ["DEPENDENCIES", "REGISTRY", "Registry", "Term", "TermError", "Topic", "scenario_free", "vocabulary"]

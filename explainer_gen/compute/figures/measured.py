@@ -1,0 +1,133 @@
+"""Published measurements against the fitted estimate (models/estimate.py), one point each.
+
+One log-log view in the floor's own units: each measurement at its estimate over its floor (x)
+and its measured value over its floor (y), so latencies sit above 1 and throughputs below it,
+however large the model. The dashed line is where measured and estimate agree; the shaded bands,
+one per kind, are the spread the training measurements span around it. Colour tells latencies
+from throughputs, the shape training from held out, and a hollow point lies outside its band.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from models import estimate
+
+from ...sources.controls import Resolved, Slider
+from ...theme import colour
+from .base import alt, Columns, FigureKind, register, table_data, TableView
+
+KINDS = {"latency": ("latency", "ms", 1e3), "throughput": ("throughput", "tokens/s", 1.0)}
+SPLITS = {"training": "training", "held-out": "held out"}
+
+
+def setup_text(m: estimate.Measurement) -> str:
+    """The setup in a reader's words: card, cards, model, formats, and what was run."""
+    s = m.setup
+    formats = s.precision.weights.name if s.precision.weights == s.precision.kv else (
+        f"{s.precision.weights.name} weights, {s.precision.kv.name} cache")
+    what = {"prefill": lambda a: f"first token of a {a['tokens']:,.0f}-token prompt",
+            "decode": lambda a: f"decode step, batch {a['batch']:,.0f}",
+            "throughput": lambda a: f"throughput at {a['input']:,.0f}/{a['output']:,.0f} tokens",
+            "serving-ttft": lambda a: f"first token, {a['rate']:g} requests/s",
+            "serving-itl": lambda a: f"time between tokens, {a['rate']:g} requests/s"}[m.quantity](m.args)
+    return f"{s.cards} x {s.acc.name}, {s.model.name}, {formats}: {what}"
+
+
+def rows() -> Columns:
+    data = estimate.load()
+    fitted = estimate.fit(data)
+    out: dict[str, list] = {k: [] for k in ("id", "kind", "split", "setup", "engine", "measured", "floor",
+                                            "estimate", "low", "high", "ratio", "inside", "source", "est_floor",
+                                            "meas_floor", "low_floor", "high_floor")}
+    for m in data.rows:
+        label, _, scale = KINDS[m.kind]
+        est, low, high, inside = fitted.place(m)
+        out["id"].append(m.id)
+        out["kind"].append(label)
+        out["split"].append(SPLITS[m.split])
+        out["setup"].append(setup_text(m))
+        out["engine"].append(str(m.raw["engine"]))
+        out["measured"].append(m.value * scale)
+        out["floor"].append(m.price() * scale)
+        out["estimate"].append(est * scale)
+        out["low"].append(low * scale)
+        out["high"].append(high * scale)
+        out["ratio"].append(m.value / est)
+        out["inside"].append("inside the band" if inside else "outside")
+        out["source"].append(f"[{m.raw['source']['key']}] {m.raw['source']['where']}")
+        floor = m.price()
+        for name, v in (("est_floor", est), ("meas_floor", m.value), ("low_floor", low), ("high_floor", high)):
+            out[name].append(v / floor)
+    return {k: np.array(v) for k, v in out.items()}
+
+
+@register
+class Measured(FigureKind):
+    name = "measured-vs-estimate"
+    title = "Published measurements against the estimate"
+    reads = ()
+    sliders: dict[str, Slider] = {}
+    columns = {"id": "measurement", "kind": "kind", "split": "split", "setup": "setup", "engine": "engine",
+               "measured": "measured (ms or tokens/s)", "floor": "floor", "estimate": "estimate",
+               "low": "band low", "high": "band high", "ratio": "measured / estimate", "inside": "in the band",
+               "source": "source", "est_floor": "estimate / floor", "meas_floor": "measured / floor",
+               "low_floor": "band low / floor", "high_floor": "band high / floor"}
+
+    def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
+        return rows()
+
+    def chart(self, sliders: dict[str, Slider]) -> alt.TopLevelMixin:
+        base = alt.Chart(table_data())
+        scale = alt.Scale(type="log", domain=[0.4, 4.0], nice=False)
+        axis = alt.Axis(values=[0.5, 0.7, 1, 1.5, 2, 3], format="~g")
+        y_title = "Measured over the floor (×)"
+        x = alt.X("est_floor:Q", title="Estimate over the floor (×)", scale=scale, axis=axis)
+        y = alt.Y("meas_floor:Q", title=y_title, scale=scale, axis=axis)
+        kinds = [label for label, _, _ in KINDS.values()]
+        colours = [colour("series-1"), colour("series-2")]
+        bands = [base.transform_filter(alt.datum.kind == label).mark_area(opacity=0.22, color=c).encode(
+                     x=x, y=alt.Y("low_floor:Q", scale=scale, axis=axis, title=y_title), y2="high_floor:Q")
+                 for label, c in zip(kinds, colours)]
+        agree = base.mark_line(strokeDash=[4, 3], color=colour("muted")).encode(x=x, y="est_floor:Q")
+        tips = [alt.Tooltip("id:N", title="measurement"), alt.Tooltip("setup:N", title="setup"),
+                alt.Tooltip("engine:N", title="engine"), alt.Tooltip("split:N", title="split"),
+                alt.Tooltip("measured:Q", title="measured (ms or tokens/s)", format=",.4~g"),
+                alt.Tooltip("estimate:Q", title="estimate", format=",.4~g"),
+                alt.Tooltip("floor:Q", title="floor", format=",.4~g"),
+                alt.Tooltip("ratio:Q", title="measured / estimate", format=".2f"),
+                alt.Tooltip("inside:N", title="band")]
+        points = base.mark_point(size=70, strokeWidth=2).encode(
+            x=x, y=y,
+            color=alt.Color("kind:N", title=None, scale=alt.Scale(domain=kinds, range=colours),
+                            legend=alt.Legend(orient="bottom")),
+            shape=alt.Shape("split:N", title=None, scale=alt.Scale(domain=list(SPLITS.values()),
+                                                                   range=["circle", "square"]),
+                            legend=alt.Legend(orient="bottom")),
+            fill=alt.Fill("kind:N", scale=alt.Scale(domain=kinds, range=colours), legend=None),
+            fillOpacity=alt.condition(alt.datum.inside == "inside the band", alt.value(1), alt.value(0)),
+            tooltip=tips)
+        return alt.layer(*bands, agree, points).properties(height=420)
+
+    def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
+        out = []
+        for i in range(len(cols["id"])):
+            unit = {label: u for label, u, _ in KINDS.values()}[str(cols["kind"][i])]
+            fmt = (lambda v: f"{v:,.2f} ms") if unit == "ms" else (lambda v: f"{v:,.0f} tokens/s")
+            out.append([str(cols["setup"][i]), str(cols["engine"][i]), str(cols["split"][i]), fmt(cols["measured"][i]),
+                        fmt(cols["floor"][i]), fmt(cols["estimate"][i]), f"{cols['ratio'][i]:.2f}",
+                        str(cols["inside"][i])])
+        return TableView(
+            caption=("Every published measurement of models/measurements.yaml: its setup, what it measured, the "
+                     "floor (no inefficiency), the fitted estimate, their ratio and whether it lies in the band"),
+            headers=["Setup", "Engine", "Split", "Measured", "Floor", "Estimate", "Measured / estimate", "Band"],
+            rows=out)
+
+    description = ("Log-log scatter plot of {n} published measurements, each as measured over its floor against "
+                   "estimate over its floor: latencies above 1, throughputs below, the line where measured and "
+                   "estimate agree and, per kind, the band the {training} training measurements span; {held_in} of "
+                   "the {held} held-out measurements lie inside their band.")
+
+    def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
+        held = cols["split"] == SPLITS["held-out"]
+        return {"n": f"{len(cols['id'])}", "training": f"{int((~held).sum())}", "held": f"{int(held.sum())}",
+                "held_in": f"{int((held & (cols['inside'] == 'inside the band')).sum())}"}
