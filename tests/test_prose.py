@@ -307,7 +307,10 @@ def test_every_state_of_every_page_reads_right(site, name):
             text = render(block, state, scenario, pos)
             problems += [f"{name} [{label}]: {p}" for p in prose_problems(text, nouns)]
             seen += 1
-    assert seen > len(blocks)
+    # A page with a switch or sliders (an `explainer:` block in its front matter) is read in more
+    # than one state; a page without, such as the measurements', in its one.
+    front = (REPO / "docs" / "explainers" / f"{name}.md").read_text().split("\n---", 1)[0]
+    assert seen > len(blocks) if "\nexplainer:" in front else seen == len(blocks) > 0
     assert problems == [], "\n".join(problems[:20])
 
 
