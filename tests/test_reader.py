@@ -58,7 +58,12 @@ def keyboard_moves_every_control(page, path: str) -> None:
     controls = page.locator(".eg-figure input[type=range], .eg-scenario select")
     assert page.locator(".eg-view input").count() == 0  # every control is the page's own
     total = controls.count()
-    assert total > 0, path
+    # A figure page without a switch or a slider (the measurements' page) has nothing to move; one
+    # whose HTML was built with controls must show them all.
+    built = page.evaluate("() => document.querySelectorAll('.eg-controls, .eg-scenario').length")
+    assert total > 0 or built == 0, path
+    if total == 0:
+        return
     reached = set()
     page.locator("body").focus()
     for _ in range(400):
