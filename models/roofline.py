@@ -27,7 +27,7 @@ cache reads run in their own kernel, bandwidth-bound at any batch, while the blo
 compute-bound at their ridge (`ridge_tokens`) whatever the context. An engine that fuses kernels
 or overlaps the all-reduces with GEMMs can beat this floor by the part it hides; the pages say so.
 Left out: the new keys and values a pass writes (one token's worth per position), activations
-read and written between kernels, and kernel launch costs (`models.realistic` estimates those).
+read and written between kernels, and kernel launch costs (`models.estimate` estimates those).
 """
 from __future__ import annotations
 

@@ -62,8 +62,9 @@ def per_token_acceptance(reported: str, value, k, tol: float = 1e-12):
 
 
 def _price(st, eff):
-    """A pass's time: its roofline floor, or with `eff` (realistic.Efficiency) the estimate."""
-    return st.seconds if eff is None else eff.estimate(st)
+    """A pass's time: its roofline floor, or with `eff` (roofline.Efficiency, as models.estimate
+    fits it) the estimate."""
+    return st.seconds if eff is None else st.at(eff)
 
 
 def plain_step_s(acc: Accelerator, target: LLM, cards, batch, context=0.0,

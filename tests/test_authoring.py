@@ -116,10 +116,13 @@ def test_cache_recomputes_only_what_changed(tmp_path):
     # through the roofline model: compute/codegraph.py; test_codegraph checks each module).
     edit(project / "models" / "roofline.py")
     assert computed_by_build(project, tmp_path / "s6", "code changed") == first
-    # The models' data: the papers' published tables, which models/papers.py reads, are read by
-    # the step-time figure's code alone.
-    edit(project / "models" / "published.yaml")
+    # The models' data: the published measurements, which models/estimate.py reads, are read by the
+    # step-time figure's code alone (its bands are the estimate); the papers' published tables, which
+    # models/papers.py reads, by none of these three.
+    edit(project / "models" / "measurements.yaml")
     assert computed_by_build(project, tmp_path / "s6b", "inputs changed") == 1
+    edit(project / "models" / "published.yaml")
+    assert computed_by_build(project, tmp_path / "s6c") == 0
     # The generator: its HTML and hooks recompute nothing; a figure kind's code, its figures.
     edit(project / "explainer_gen" / "render" / "blocks.py")
     assert computed_by_build(project, tmp_path / "s7") == 0

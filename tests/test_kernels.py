@@ -30,7 +30,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from models import prefill, realistic, roofline, serving
+from models import estimate, prefill, roofline, serving
 from models.catalogue import CATALOGUE_PATH, load_catalogue, parse_catalogue
 from models.yamlsource import SourceError
 
@@ -300,27 +300,26 @@ def test_pass_cost_is_pass_time_and_the_hand_price_everywhere():
                         assert spent == pytest.approx(running[k - 1], rel=1e-9)
 
 
-# --- f. the realistic estimate --------------------------------------------------------------------------
+# --- f. the estimate --------------------------------------------------------------------------------
 
-def test_the_realistic_estimate_slows_every_kernels_reads():
-    """realistic.fit()'s estimate: the pass kernel by kernel with every read (weights, rows, cache)
-    at the fitted share of the bandwidth, arithmetic and communication unchanged, plus the fixed
-    cost; never below the floor. The old estimate, max(all reads / share, all arithmetic) + comm +
-    overhead, gave 4 x H100 decode at batch 875 and 512 tokens 48.5 ms; per kernel it is 61.1 ms."""
-    eff = realistic.fit()
-    share, overhead = eff.bandwidth_share, eff.overhead_s
-    assert 0 < share < 1 and overhead > 0
+def test_the_estimate_slows_every_kernels_reads_by_the_bandwidth_share():
+    """`StepTime.at` with a bandwidth share and a fixed cost alone: the pass kernel by kernel with
+    every read (weights, rows, cache) at that share of the bandwidth, arithmetic and communication
+    unchanged, plus the fixed cost, as the hand count gives it; and the fitted estimate of
+    models/estimate.py, with every term, is never below the floor."""
+    share, overhead = 0.7, 1.5e-3
+    eff = roofline.Efficiency(bandwidth=share, pass_s=overhead)
+    fitted = estimate.fitted().eff
     batches = np.array([1.0, 16.0, 200.0, 452.0, 875.0, 2048.0])
     for acc, m, cards in ((H100, L70, 4), (CAT.accelerator("a100-80gb"), CAT.model("llama-3-8b"), 1),
                           (MI300X, CAT.model("mixtral-8x7b"), 2)):
         for context in (0.0, 512.0, 8192.0):
             st = roofline.step_time(acc, m, cards, batches, context)
             want = hand(acc, m, cards, batches, batches * context, batches * context, batches, share).seconds + overhead
-            got = np.asarray(eff.estimate(st))
+            got = np.asarray(st.at(eff))
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=0, err_msg=f"{acc.key} {m.key} {context}")
             assert np.all(got >= np.asarray(st.seconds))
-    st = roofline.step_time(H100, L70, 4, 875, 512)
-    assert float(eff.estimate(st)) == pytest.approx(61.1e-3, abs=0.1e-3)
+            assert np.all(np.asarray(st.at(fitted)) >= np.asarray(st.seconds) + fitted.fixed(m.layers))
 
 
 # --- g. the catalogue's topology -------------------------------------------------------------------------

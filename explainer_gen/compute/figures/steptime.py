@@ -7,14 +7,14 @@ pass also reads every request's cache in its attention kernel, so the prefill an
 are drawn from points four to a doubling, with the ridge among them. Prefill and decode points
 ride their curves with the same sliders as the roofline.
 
-Above each curve a band reaches from that floor to the realistic estimate of the same pass
-(models.realistic): the reads at the achieved share of bandwidth, plus the fixed cost of a pass.
+Above each curve a band reaches from that floor to the estimate of the same pass, fitted on
+published measurements (models.estimate): every kernel below its roofline, plus fixed costs.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from models import realistic, roofline
+from models import estimate, roofline
 
 from ...sources.controls import Resolved, Slider
 from ...theme import colour
@@ -37,7 +37,7 @@ class StepTime(FigureKind):
     reads = ("accelerator", "cards", "target", "context", "weights", "kv")
     sliders = PHASE_SLIDERS
     columns = {"what": "row", "tokens": "tokens per pass", "ms": "milliseconds",
-               "ms_estimate": "realistic estimate of the pass, milliseconds (the curves only)",
+               "ms_estimate": "estimate of the pass fitted on measurements, milliseconds (the curves only)",
                "prompt": "prompt length", "batch": "decode batch"}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
@@ -51,12 +51,12 @@ class StepTime(FigureKind):
         # Decode runs only as far as memory holds the requests' caches.
         decode = curve[curve <= r.memory_cap()]
         prompts, batches = grid["prompt"], grid["batch"]
-        eff = realistic.fit()
+        eff = estimate.fitted().eff
 
         def curve_part(phase: str, tokens: np.ndarray) -> Columns:
             st = phase_pass(r, phase, tokens)
             return part(f"{phase}-line", len(tokens), tokens=tokens, ms=st.seconds * 1e3,
-                        ms_estimate=eff.estimate(st) * 1e3, prompt=0, batch=0)
+                        ms_estimate=st.at(eff) * 1e3, prompt=0, batch=0)
 
         return stack([
             part("memory", 2, tokens=ends, ms=at(ends).memory_s * 1e3, ms_estimate=0, prompt=0, batch=0),
@@ -115,17 +115,17 @@ class StepTime(FigureKind):
             tokens, ms = cols["tokens"][mask][0], cols["ms"][mask][0]
             st = r.forward(tokens, context=0) if phase == "ridge" else phase_pass(r, phase, tokens)
             bound = "arithmetic" if bool(st.compute_bound) else "reads"
-            estimate = float(realistic.fit().estimate(st)) * 1e3
-            rows.append([label, f"{tokens:,.0f}", f"{ms:,.2f}", f"{estimate:,.2f}", bound])
+            est = float(st.at(estimate.fitted().eff)) * 1e3
+            rows.append([label, f"{tokens:,.0f}", f"{ms:,.2f}", f"{est:,.2f}", bound])
         return TableView(caption=f"Step time of {r.target.name} on {r.cards} × {r.acc.name}: the roofline floor, "
-                                 f"and the realistic estimate (achieved bandwidth and a fixed cost per pass)",
+                                 f"and the estimate fitted on published measurements (kernels below their rooflines, fixed costs)",
                          headers=["Point", "Tokens per pass", "Floor (ms)", "Estimate (ms)", "Block GEMMs bound by"], rows=rows)
 
     description = ("Log-log chart of step time against tokens per pass for {target} on {cards} × {acc}. Reading the "
                    "weights takes {floor}, and the block GEMMs' arithmetic overtakes their reads at about {ridge} tokens. "
                    "A prefill pass takes {prefill_one} for one token, all-reduces included, and rises in proportion to "
                    "the tokens past the ridge. A decode pass also reads each request's {context}-token cache: {decode_shape} A shaded band "
-                   "above each curve reaches to a realistic estimate of the same pass: {decode_estimate} for a decode "
+                   "above each curve reaches to an estimate fitted on published measurements: {decode_estimate} for a decode "
                    "pass at batch one.")
 
     def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
@@ -139,7 +139,7 @@ class StepTime(FigureKind):
         return {"target": r.target.name, "cards": f"{r.cards}", "acc": r.acc.name, "floor": f"{floor:.1f} ms",
                 "ridge": f"{r.ridge_tokens():.0f}", "prefill_one": f"{one:.1f} ms",
                 "context": f"{r.context:,}", "decode_shape": decode_shape,
-                "decode_estimate": f"{float(realistic.fit().estimate(phase_pass(r, 'decode', 1))) * 1e3:,.1f} ms"}
+                "decode_estimate": f"{float(phase_pass(r, 'decode', 1).at(estimate.fitted().eff)) * 1e3:,.1f} ms"}
 
 def _legend_expr() -> str:
     """Readable legend labels for the short `what` codes."""

@@ -48,7 +48,7 @@ def speedup(scenario: Resolved, a, k, batch=1, context=None, weights=None, on=No
 
 
 def priced_speedup(scenario: Resolved, a, k, batch, context, weights, on, eff):
-    """The one call behind `speedup` (floors) and `speedup_estimate` (eff, models.realistic)."""
+    """The one call behind `speedup` (floors) and `speedup_estimate` (eff, models.estimate)."""
     scenario = scenario.in_formats(weights)
     return speculative.speedup(scenario.acc, scenario.target, scenario.draft, scenario.cards, batch, a, k,
                                scenario.context_or(context), scenario.precision, eff, on)
