@@ -109,7 +109,7 @@ def speedup(acc: Accelerator, target: LLM, draft: LLM, cards, batch, a, k, conte
 
 
 def breakeven_batch(acc: Accelerator, target: LLM, draft: LLM, cards, a, k, context=0.0,
-                    max_batch: int = 1 << 16, precision: Precision = BF16_ALL):
+                    max_batch: int = 1 << 16, precision: Precision = BF16_ALL, eff=None):
     """Smallest integer batch at which speculation is slower than plain decoding, memory aside
     (compare with `kvcache.slots`, the batch that fits).
 
@@ -119,11 +119,12 @@ def breakeven_batch(acc: Accelerator, target: LLM, draft: LLM, cards, a, k, cont
     Bisection assumes speculation, once slower, stays slower as the batch grows. Each step time
     is the larger of two lines in the batch (reads, arithmetic) plus a line (all-reduces), so the
     speedup is a ratio of piecewise-linear functions with few pieces; a test scans every batch
-    for every catalogue scenario and context the site offers and finds a single crossing.
+    for every catalogue scenario and context the site offers and finds a single crossing, at the
+    floor and priced by `eff` (the estimate fitted on measurements, `models.estimate`).
     """
     a, k = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(k, dtype=float))
     return first_slower_batch(
-        lambda batch: speedup(acc, target, draft, cards, batch, a, k, context, precision) < 1.0, a.shape, max_batch)
+        lambda batch: speedup(acc, target, draft, cards, batch, a, k, context, precision, eff) < 1.0, a.shape, max_batch)
 
 
 def first_slower_batch(slower, shape, max_batch: int = 1 << 16) -> np.ndarray:

@@ -6,10 +6,11 @@ can run the very same helper on a deliberately broken implementation and see it 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models import batching, kvcache, roofline, speculative
+from models import batching, estimate, kvcache, roofline, speculative
 from models.catalogue import load_catalogue
 
 cat = load_catalogue()
@@ -178,7 +179,12 @@ def speedup_limit_by_hand(a, k, context, cards=4):
     return e * plain / (drafting + verify)
 
 
-def test_breakeven_single_crossing_brute_force():
+@pytest.mark.parametrize("priced", ["floor", "estimate"])
+def test_breakeven_single_crossing_brute_force(priced):
+    """The bisection's assumption, checked by scanning every batch: at the floor, and with every
+    pass priced by the estimate fitted on published measurements (models/estimate.py), whose
+    fixed costs and joined reads and arithmetic make the speedup a different curve."""
+    eff = estimate.fitted().eff if priced == "estimate" else None
     batches, crossings = np.arange(1, 4097), 0
     pairs = [("llama-3-70b", "llama-3.2-1b"), ("llama-3-70b", "llama-3-8b"), ("llama-3-8b", "llama-3.2-1b")]
     for acc_key in ACCS:
@@ -186,14 +192,14 @@ def test_breakeven_single_crossing_brute_force():
             for tk, dk in pairs:
                 for c in CONTEXTS:
                     acc, t, d = cat.accelerator(acc_key), cat.model(tk), cat.model(dk)
-                    slower = speculative.speedup(acc, t, d, cards, batches, 0.8, 4, c) < 1.0
+                    slower = speculative.speedup(acc, t, d, cards, batches, 0.8, 4, c, eff=eff) < 1.0
                     where = (acc_key, cards, tk, dk, c)
                     assert single_tail(slower), where
                     idx = np.flatnonzero(slower)
                     want = -1 if len(idx) == 0 else int(batches[idx[0]])
                     want = 0 if want == 1 else want  # slower already at batch 1: "never pays"
                     crossings += 1 < want
-                    got = speculative.breakeven_batch(acc, t, d, cards, 0.8, 4, c, max_batch=4096)
+                    got = speculative.breakeven_batch(acc, t, d, cards, 0.8, 4, c, max_batch=4096, eff=eff)
                     assert int(got) == want, where
     assert crossings > 10  # the scan is not vacuous
 

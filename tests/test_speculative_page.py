@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from helpers import REPO, article, copy_project, mkdocs_build, numbers_in
-from models import kvcache, load_catalogue, roofline, speculative
+from models import estimate, kvcache, load_catalogue, roofline, speculative
 from models.precision import Precision
 
 PAGE = "explainers/speculative-decoding/index.html"
@@ -27,6 +27,7 @@ def expected_texts(acc, cards, target, draft, a=0.8, k=4, ctx=CONTEXT) -> dict[s
     """What the page must say, computed here straight from the models."""
     plain = roofline.step_time(acc, target, cards, 1, ctx)
     breakeven = int(speculative.breakeven_batch(acc, target, draft, cards, a, k, ctx))
+    estimated = int(speculative.breakeven_batch(acc, target, draft, cards, a, k, ctx, eff=estimate.fitted().eff))
     cap = int(kvcache.slots(acc, target, cards, ctx, draft))
     return {
         "weights": f"{target.params * 2 / 1e9:.0f}\u00a0GB",
@@ -43,6 +44,8 @@ def expected_texts(acc, cards, target, draft, a=0.8, k=4, ctx=CONTEXT) -> dict[s
         "k=8 at a=0.5": f"{float(speculative.speedup(acc, target, draft, cards, 1, 0.5, 8, ctx)):.2f}×",
         # The largest batch at which it pays: one short of the breakeven, or the memory cap.
         "pays up to": f"{cap if breakeven < 0 or breakeven > cap else breakeven - 1:,d}",
+        # The same under the estimate fitted on published measurements: the breakeven as a range.
+        "pays up to, estimate": f"{cap if estimated < 0 or estimated > cap else max(estimated - 1, 1):,d}",
         "memory cap": f"{cap:,d}\u00a0requests",
         "draft weights": f"{draft.params * 2 / 1e9:.1f}\u00a0GB",
     }

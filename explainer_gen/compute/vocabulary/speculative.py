@@ -8,7 +8,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from models import speculative
+from models import estimate, speculative
 
 from ...sources.controls import Resolved
 from ..figures import tokens
@@ -24,21 +24,30 @@ def E(a, k):
 
 
 @lru_cache(maxsize=4096)
-def _breakeven(acc, target, draft, cards: int, context: float, precision, a: bytes, k: bytes, shape: tuple) -> np.ndarray:
+def _breakeven(acc, target, draft, cards: int, context: float, precision, a: bytes, k: bytes, shape: tuple,
+               eff=None) -> np.ndarray:
     """The bisection, once per setting: a page asks for the same one under many scenarios that
     differ only in fields it does not read (the table's rows name their context outright)."""
     a, k = (np.frombuffer(x, dtype=float).reshape(shape) for x in (a, k))
     out = np.asarray(speculative.breakeven_batch(acc, target, draft, cards, a, k, context,
-                                                 precision=precision))
+                                                 precision=precision, eff=eff))
     out.setflags(write=False)
     return out
 
 
-def _first_slower(scenario: Resolved, a, k, context, weights=None):
+PRICED = ("floor", "estimate")
+
+
+def _first_slower(scenario: Resolved, a, k, context, weights=None, priced: str = "floor"):
+    """The bisection's answer, each pass priced at its floor or at the estimate fitted on published
+    measurements (models.estimate)."""
+    if priced not in PRICED:
+        raise ValueError(f"priced is 'floor' or 'estimate', not {priced!r}")
     scenario = scenario.in_formats(weights)
     a, k = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(k, dtype=float))
+    eff = estimate.fitted().eff if priced == "estimate" else None
     return _breakeven(scenario.acc, scenario.target, scenario.draft, scenario.cards,
-                      float(scenario.context_or(context)), scenario.precision, a.tobytes(), k.tobytes(), a.shape)
+                      float(scenario.context_or(context)), scenario.precision, a.tobytes(), k.tobytes(), a.shape, eff)
 
 
 @topic.term(depends=("scenario",))
@@ -121,9 +130,10 @@ def stops_paying_at(scenario: Resolved, a, k, context=None, weights=None):
 
 
 @topic.term(depends=("scenario",))
-def pays_up_to(scenario: Resolved, a, k, context=None, weights=None):
+def pays_up_to(scenario: Resolved, a, k, context=None, weights=None, priced="floor"):
     """The largest batch at which speculation still pays and the batch fits in memory: the
-    memory cap where speculation pays all the way to it, 0 where it never pays."""
+    memory cap where speculation pays all the way to it, 0 where it never pays. Every pass at its
+    floor, or with `priced="estimate"` at the estimate fitted on published measurements."""
     cap = memory_cap(scenario, context, weights)
-    first = _first_slower(scenario, a, k, context, weights)
+    first = _first_slower(scenario, a, k, context, weights, priced)
     return np.where((first < 0) | (first > cap), cap, np.maximum(first - 1, 0))
