@@ -4,8 +4,6 @@ own setups, and the fit is the site's one fit.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from models import estimate
 
 from .registry import Topic
