@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import numpy as np
 
@@ -247,11 +247,14 @@ class Kernels:
         """(block GEMMs, head, lookup, attention, communication) seconds of one pass, each kernel
         at `eff`'s shares of its roofline (the floor by default). `eff`'s fixed costs are not
         among them (`StepTime.at` adds them)."""
-        bw, blocks, b16, join = eff.bandwidth, eff.compute(self.block_arithmetic), eff.bf16, eff.join
-        gemm = join(self.dense_read / bw, self.dense_position * tokens / blocks, mx) + join(
-            self.expert_read * self.reach(tokens) / bw, self.expert_position * tokens / blocks, mx)
-        head = (logits > 0) * join(self.head_read / bw, self.head_logit * logits / b16, mx)  # no logits: no head GEMM
-        attention = join(self.kv_cached * cached / bw, self.attention_attended * attended / b16, mx)
+        bw, blocks, b16 = eff.bandwidth, eff.compute(self.block_arithmetic), eff.bf16
+        # At the floor a kernel is the longer of its two parts: `mx` itself, with no call between
+        # (the serving simulation prices hundreds of thousands of passes this way).
+        join = mx if eff.overlap == math.inf else partial(eff.join, mx=mx)
+        gemm = join(self.dense_read / bw, self.dense_position * tokens / blocks) + join(
+            self.expert_read * self.reach(tokens) / bw, self.expert_position * tokens / blocks)
+        head = (logits > 0) * join(self.head_read / bw, self.head_logit * logits / b16)  # no logits: no head GEMM
+        attention = join(self.kv_cached * cached / bw, self.attention_attended * attended / b16)
         comm = (self.comm_pass + self.comm_position * tokens / eff.link
                 + (logits > 0) * (self.gather_pass + self.gather_logit * logits / eff.link))
         return gemm, head, self.lookup_position * tokens / bw, attention, comm
@@ -259,8 +262,8 @@ class Kernels:
     def seconds(self, tokens: float, cached: float, attended: float, logits: float | None = None,
                 eff: Efficiency = FLOOR) -> float:
         """`times` added up, on plain floats, with `eff`'s fixed costs (none at the floor)."""
-        return sum(self.times(tokens, cached, attended, tokens if logits is None else logits, max, eff)) + (
-            eff.fixed(self.layers))
+        out = sum(self.times(tokens, cached, attended, tokens if logits is None else logits, max, eff))
+        return out if eff is FLOOR else out + eff.fixed(self.layers)
 
 
 @lru_cache(maxsize=256)

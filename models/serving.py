@@ -125,7 +125,9 @@ class PassCost(Kernels):
     def _decode_line(self, n: int, cached: float) -> tuple[float, float]:
         """(first step's seconds, growth a step) of decode steps of `n` requests from `cached` tokens."""
         # Decode attends to exactly what it reads.
-        per_token = self.eff.join(self.kv_cached / self.eff.bandwidth, self.attention_attended / self.eff.bf16, max)
+        eff = self.eff
+        per_token = (max(self.kv_cached, self.attention_attended) if eff is FLOOR
+                     else eff.join(self.kv_cached / eff.bandwidth, self.attention_attended / eff.bf16, max))
         return self._uncached(n) + per_token * cached, per_token * n
 
     def _uncached(self, n: int) -> float:
