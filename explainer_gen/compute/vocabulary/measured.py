@@ -60,24 +60,31 @@ def measurements(split: str = "all", kind: str = "all", band: str = "all"):
     return n
 
 
-@topic.term(depends=())
-def measured_ratio(key: str):
-    """Measured over estimated for the measurement of that `id` in models/measurements.yaml."""
+def _measurement(key: str):
     data, fitted_ = _fitted()
     for m in data.rows:
         if m.id == key:
-            return m.value / m.price(fitted_.eff)
+            return m, fitted_
     raise ValueError(f"no measurement {key!r} in models/measurements.yaml")
+
+
+@topic.term(depends=())
+def measured_ratio(key: str):
+    """Measured over estimated for the measurement of that `id` in models/measurements.yaml."""
+    m, fitted_ = _measurement(key)
+    return m.value / m.price(fitted_.eff)
 
 
 @topic.term(depends=())
 def measured_value(key: str, what: str = "measured"):
-    """A measurement's "measured" value, its "floor" or its "estimate", in SI units."""
-    data, fitted_ = _fitted()
-    for m in data.rows:
-        if m.id == key:
-            return {"measured": m.value, "floor": m.price(), "estimate": m.price(fitted_.eff)}[what]
-    raise ValueError(f"no measurement {key!r} in models/measurements.yaml")
+    """A measurement's "measured" value, its "floor" or its "estimate", in SI units; for a
+    throughput, "batch": the most requests the estimate runs at once (memory's limit)."""
+    m, fitted_ = _measurement(key)
+    if what == "batch":
+        if m.quantity != "throughput":
+            raise ValueError(f"{key} is a {m.quantity}, which runs no batch of its own")
+        return m.setup.max_batch(m.args["input"], m.args["output"])
+    return {"measured": m.value, "floor": m.price(), "estimate": m.price(fitted_.eff)}[what]
 
 
 @topic.term(depends=())
