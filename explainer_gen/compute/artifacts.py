@@ -82,7 +82,7 @@ class FigureArtifacts:
         """Everything, or (`light`) only what the page's HTML needs."""
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
              if not (light and f.name in self.HEAVY)}
-        d["table"] = vars(self.table)
+        d["table"] = self.table.to_json()
         return d
 
     def light_json(self) -> dict:
@@ -94,7 +94,7 @@ class FigureArtifacts:
 
     @classmethod
     def from_json(cls, d: dict) -> "FigureArtifacts":
-        return cls(**{**d, "table": TableView(**d["table"]), "image_size": tuple(d["image_size"])})
+        return cls(**{**d, "table": TableView.from_json(d["table"]), "image_size": tuple(d["image_size"])})
 
 
 def dumps(obj) -> str:

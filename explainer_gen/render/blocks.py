@@ -27,9 +27,6 @@ def figure_html(fig: FigureOnPage, url: Callable[[str], str], files: dict[str, s
     link = link or url
     a = fig.artifacts
     t = a.table
-    head = "".join(f'<th scope="col">{esc(h)}</th>' for h in t.headers)
-    body = "".join("<tr>" + f'<th scope="row">{esc(r[0])}</th>' + "".join(f"<td>{esc(c)}</td>" for c in r[1:]) + "</tr>"
-                   for r in t.rows)
     cap_id = f"{fig.anchor}-caption"
     desc_id = f"{fig.anchor}-desc"
     return (
@@ -42,11 +39,19 @@ def figure_html(fig: FigureOnPage, url: Callable[[str], str], files: dict[str, s
         f'<p class="eg-desc" id="{desc_id}">{esc(a.alt)}</p>'
         f'{controls_html(fig.request.sliders.values(), fig.anchor)}'
         f'<details class="eg-data" {SEARCH_EXCLUDE}><summary>Data table</summary>'
-        f'<div class="eg-table-wrap"><table><caption>{esc(t.caption)}</caption><thead><tr>{head}</tr></thead>'
-        f'<tbody>{body}</tbody></table></div>'
+        f'{"".join(table_html(each) for each in [t, *t.also])}'
         f'<p class="eg-download"><a href="{esc(link(files["csv"]))}" download>Download every slider position (CSV)</a></p>'
         f'</details></figure>'
     )
+
+
+def table_html(t) -> str:
+    """One data table: a caption, column headers, and each row headed by its first cell."""
+    head = "".join(f'<th scope="col">{esc(h)}</th>' for h in t.headers)
+    body = "".join("<tr>" + f'<th scope="row">{esc(r[0])}</th>' + "".join(f"<td>{esc(c)}</td>" for c in r[1:]) + "</tr>"
+                   for r in t.rows)
+    return (f'<div class="eg-table-wrap"><table><caption>{esc(t.caption)}</caption><thead><tr>{head}</tr></thead>'
+            f'<tbody>{body}</tbody></table></div>')
 
 
 _SVG_ROOT = re.compile(r"<svg\b[^>]*>")

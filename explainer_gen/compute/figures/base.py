@@ -31,7 +31,7 @@ import importlib
 import importlib.util
 import pkgutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from types import ModuleType
 from typing import ClassVar, Iterable, Mapping
@@ -64,11 +64,21 @@ Columns = dict[str, np.ndarray]
 
 @dataclass(frozen=True)
 class TableView:
-    """The figure's default state as an accessible table."""
+    """The figure's default state as an accessible table, and any tables that go with it (the
+    published measurements a figure draws, `overlay.table`), shown after it."""
 
     caption: str
     headers: list[str]
     rows: list[list[str]]
+    also: list["TableView"] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"caption": self.caption, "headers": self.headers, "rows": self.rows,
+                "also": [t.to_json() for t in self.also]}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "TableView":
+        return cls(d["caption"], d["headers"], d["rows"], [cls.from_json(t) for t in d.get("also", [])])
 
 
 class FigureKind:

@@ -19,6 +19,7 @@ from models import prefill, roofline
 from ...sources.controls import Resolved, Slider
 from ...theme import colour
 from .base import alt, Columns, FigureKind, register, rows_at, slider_params, table_data, TableView
+from . import overlay
 from .longform import follows, part, stack
 from .roofline import PHASE_SLIDERS
 
@@ -28,6 +29,7 @@ TOKENS = np.unique(np.round(2 ** (np.arange(0, 61) / 4))).astype(float)
 SHOWN = (1, 16, 256, 4096, 32768)
 PHASES = {"prefill": "prefill, per prompt token", "decode": "decode, per generated token"}
 AXIS_VALUES = [1, 8, 64, 512, 4096, 32768]
+LABELLED = 16  # the prompt length at which the estimate and the floor are named, where measured points are drawn
 
 
 def _time(seconds: float) -> str:
@@ -42,7 +44,8 @@ class PrefillVsDecode(FigureKind):
     sliders = {"prompt": PHASE_SLIDERS["prompt"]}
     columns = {"what": "row", "phase": "phase", "tokens": "prompt length (tokens)", "ms": "ms per token",
                "ms_decode": "decode ms per token at that length", "ratio": "decode over prefill, per token",
-               "attention": "share causal attention adds to prefill arithmetic", "prompt": "prompt slider"}
+               "attention": "share causal attention adds to prefill arithmetic", "prompt": "prompt slider",
+               **overlay.COLUMNS}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         acc, m, n = r.acc, r.target, r.cards
@@ -60,14 +63,14 @@ class PrefillVsDecode(FigureKind):
         # The lines: the grid, the ridge (where prefill bends) and the longest prompt that fits.
         line = np.unique(np.concatenate([TOKENS, [ridge], [longest] if 0 < longest < LONGEST else []]))
         prompts = grid["prompt"].astype(float)
-        return stack([
+        parts = [overlay.with_blank(p) for p in (
             rows("prefill", line, "prefill", False),
             rows("decode", line, "decode", False),
             rows("ridge", np.array([ridge]), "prefill", False),
             rows("prefill-at", prompts, "prefill", True),
             rows("decode-at", prompts, "decode", True),
-            rows("gap", prompts, "", True),
-        ], list(self.columns))
+            rows("gap", prompts, "", True))]
+        return stack(parts + measured_parts(r, line[prefill.fits(acc, m, n, line, r.precision)]), list(self.columns))
 
     def chart(self, sliders: dict[str, Slider]) -> alt.TopLevelMixin:
         prompt = sliders["prompt"]
@@ -75,7 +78,10 @@ class PrefillVsDecode(FigureKind):
         x = alt.X("tokens:Q", title="Prompt length (tokens)",
                   scale=alt.Scale(type="log", base=2, domain=[1, LONGEST]),
                   axis=alt.Axis(values=AXIS_VALUES, labelExpr="datum.value >= 1024 ? datum.value / 1024 + 'k' : datum.value"))
-        y = alt.Y("ms:Q", title="Time per token (ms)", scale=alt.Scale(type="log"), axis=alt.Axis(format="~g"))
+        def on_y(column: str) -> alt.Y:
+            return alt.Y(f"{column}:Q", title="Time per token (ms)", scale=alt.Scale(type="log"),
+                         axis=alt.Axis(format="~g"))
+        y = on_y("ms")
         legend = alt.Legend(orient="bottom", labelExpr=_legend_expr(), symbolType="stroke", symbolStrokeWidth=2.5)
         phase = alt.Color("phase:N", title="Time per token", scale=alt.Scale(domain=list(PHASES)), legend=legend)
         dash = alt.StrokeDash("phase:N", title="Time per token", legend=legend,
@@ -100,7 +106,26 @@ class PrefillVsDecode(FigureKind):
         # prompts and clear of the prefill line at the shortest.
         gap_text = gap.mark_text(align="right", dx=-6, dy=14, color=colour("fg")).encode(
             x=x, y=alt.Y("ms_decode:Q"), text="label:N")
-        return (alt.layer(lines, ridge_rule, ridge_dot, ridge_text, gap_rule, dots, gap_text)
+        # Where published measurements of this setup exist (overlay): the estimate, dotted in each
+        # phase's colour with its band shaded, and the points; the solid and dashed lines are floors.
+        estimate = base.transform_filter("datum.what == 'estimate'")
+        # The bands in the phases' colours (the category range's first two, as `phase` draws them),
+        # set as values so that their faint fill stays out of the legend's symbols.
+        shaded = [estimate.transform_filter(f"datum.phase == '{p}'").mark_area(opacity=0.16, color=colour(role))
+                  .encode(x=x, y=on_y("low"), y2="high:Q") for p, role in zip(PHASES, ("series-1", "series-2"))]
+        dotted = estimate.mark_line(strokeWidth=1.5, strokeDash=[1, 3]).encode(x=x, y=y, color=phase)
+        named = estimate.transform_filter(f"datum.phase == 'prefill' && datum.tokens == {LABELLED}")
+        # Where the prefill lines slope down: the estimate's name above its band, ending to the right
+        # where the band is lower, and the floor's below its line, ending to the left where it is higher.
+        estimate_text = named.transform_calculate(label="'estimate, band shaded'").mark_text(
+            align="left", dx=2, dy=-4, baseline="bottom", color=colour("fg")).encode(
+            x=x, y=on_y("high"), text="label:N")
+        floor_text = named.transform_calculate(label="'floor'").mark_text(
+            align="right", dx=-2, dy=4, baseline="top", color=colour("fg")).encode(
+            x=x, y=on_y("floor"), text="label:N")
+        points = overlay.layers(base, x, on_y, "ms", "ms per token", ",.4g", bars=False)
+        return (alt.layer(*shaded, lines, dotted, ridge_rule, ridge_dot, ridge_text, gap_rule, dots, gap_text,
+                          estimate_text, floor_text, *points)
                 .add_params(*slider_params(sliders)).properties(height=320))
 
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
@@ -119,7 +144,9 @@ class PrefillVsDecode(FigureKind):
             bound = "compute" if bool(r.prefill(cols["tokens"][i]).compute_bound) else "bandwidth"
             rows.append([label, _time(cols["ms"][i] / 1e3), _time(cols["ms_decode"][i] / 1e3),
                          f"{cols['ratio'][i]:,.0f}×", bound, f"{cols['attention'][i]:.1%}"])
+        placed = measured_points(r)
         return TableView(
+            also=overlay.table(placed, "ms per token", lambda v: _time(v / 1e3)),
             caption=(f"Time per token for {m.name} on {n} × {acc.name}, {r.precision.weights.name} weights and "
                      f"{r.precision.kv.name} cache, at datasheet peaks: weight and cache reads, arithmetic with causal attention (the last column "
                      f"says how much attention adds to prefill's arithmetic), and the all-reduces between cards"),
@@ -129,7 +156,7 @@ class PrefillVsDecode(FigureKind):
 
     description = ("Log-log chart of time per token against prompt length for {target} on {cards} × {acc}, "
                    "from weight and cache reads, arithmetic with causal attention, and the all-reduces between "
-                   "cards. {shape} {now}")
+                   "cards. {shape} {now}{measured}")
 
     def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
         # From the model, as the rows are: facts() gets no slider steps to look rows up by.
@@ -159,7 +186,45 @@ class PrefillVsDecode(FigureKind):
             now = f"At a prompt of {p:,.0f} tokens prefill takes {_time(per)} per token, {ratio:,.0f}× less than decode."
         else:
             now = f"A prompt of {p:,.0f} tokens does not fit in memory."
-        return {"target": m.name, "cards": f"{n}", "acc": acc.name, "shape": shape, "now": now}
+        measured = overlay.tally(cols)
+        if measured:
+            measured = (" Its lines are floors; the estimate fitted on published measurements is drawn dotted "
+                        "above them, its band shaded." + measured)
+        return {"target": m.name, "cards": f"{n}", "acc": acc.name, "shape": shape, "now": now,
+                "measured": measured}
+
+
+def measured_points(r: Resolved) -> list[overlay.Point]:
+    """The published measurements of this setup that the figure's axes hold: first tokens at batch
+    one, per prompt token at their prompt's length, and decodes at batch one, per token at the
+    length of the cache they read."""
+    prefills = overlay.points(r, ["prefill"], lambda m: m.args["tokens"], lambda m, v: v / m.args["tokens"] * 1e3)
+    decodes = overlay.points(r, ["decode"], lambda m: max(m.args["context"], 1.0), lambda m, v: v * 1e3,
+                             keep=lambda m: m.args["batch"] == 1)
+    return prefills + decodes
+
+
+def measured_parts(r: Resolved, line: np.ndarray) -> list[Columns]:
+    """The measured rows, and the estimate along both lines with its band, where there are any."""
+    placed = measured_points(r)
+    if not placed:
+        return []
+    eff = overlay.eff()
+    pre = r.prefill(line).at(eff) / line * 1e3
+    dec = r.forward(1.0, context=line).at(eff) * 1e3
+    out = []
+    floors = {"prefill": r.prefill(line).seconds / line * 1e3, "decode": r.forward(1.0, context=line).seconds * 1e3}
+    for phase, values in (("prefill", pre), ("decode", dec)):
+        low, high = overlay.band("latency", values)
+        out.append(overlay.with_blank(part("estimate", len(line), phase=phase, tokens=line, ms=values, ms_decode=dec,
+                                           ratio=0.0, attention=0.0, prompt=0.0))
+                   | {"low": low, "high": high, "floor": floors[phase]})
+    for phase in ("prefill", "decode"):
+        mine = [p for p in placed if (p.m.quantity == "prefill") == (phase == "prefill")]
+        if mine:
+            out.append(overlay.rows(mine, "ms", "tokens", phase=phase, ms_decode=0.0, ratio=0.0, attention=0.0,
+                                    prompt=0.0))
+    return out
 
 
 def _legend_expr() -> str:

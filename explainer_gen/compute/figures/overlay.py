@@ -1,0 +1,200 @@
+"""Published measurements drawn on a figure whose setup is theirs (models/measurements.yaml).
+
+A kind that plots a quantity some measurements measured (a prefill's time, a decode step, a
+throughput, a served latency) asks `matching` for the measurements of the figure's own setup:
+the same accelerator, card count, model and number formats, nothing looser. Each becomes one
+row labelled "measured" in the kind's long table, at the x the kind gives it and with its value
+in the kind's y units, carrying its estimate, the estimate's band (`estimate.Fitted.place`, the
+rule the measurements page and the build's check use), its floor, and its source, engine and
+setup as text for the tooltip, the CSV and the data table.
+
+Where the kind draws a curve of the same quantity, it also draws the curve at the estimate with
+the band shaded around it (`band_rows`), beside its floor. Where the measurement's quantity is
+not the curve's (a throughput with prefills against decode-only steps, a mean over fixed-length
+requests against the page's traffic), each measured point carries its own estimate as a bar
+whose ends are its band, and the text says so.
+
+A setup with no measurements gets no rows and no words: the figure is as it was.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+import numpy as np
+
+from models import estimate
+
+from ...sources.controls import Resolved
+from ...theme import colour
+from .base import alt, Columns, TableView
+from .longform import part
+
+# The overlay's columns, added to a kind's own (in CSV order, after them).
+COLUMNS = {"measurement": "measurement (id)", "setup": "measured setup", "engine": "engine", "source": "source",
+           "split": "training or held out", "band": "inside the estimate's band", "estimate": "estimate",
+           "low": "band, low end", "high": "band, high end", "floor": "floor"}
+TEXT = ("measurement", "setup", "engine", "source", "split", "band")
+NUMBERS = ("estimate", "low", "high", "floor")
+SPLITS = {"training": "training", "held-out": "held out"}
+INSIDE = {True: "inside", False: "outside"}
+
+
+def _describe(m: estimate.Measurement) -> str:
+    s, a = m.setup, m.args
+    what = {"prefill": lambda: f"first token of a {a['tokens']:,.0f}-token prompt at batch 1",
+            "decode": lambda: f"decode at batch {a['batch']:,.0f}, {a['context']:,.0f} tokens of cache",
+            "throughput": lambda: f"{a['input']:,.0f}-token prompts and {a['output']:,.0f}-token answers, "
+                                  f"continuous batching at the largest batch that fits",
+            "serving-ttft": lambda: f"{a['requests']:,.0f} requests of {a['input']:,.0f} prompt and "
+                                    f"{a['output']:,.0f} output tokens at {a['rate']:g} a second, mean",
+            "serving-itl": lambda: f"{a['requests']:,.0f} requests of {a['input']:,.0f} prompt and "
+                                   f"{a['output']:,.0f} output tokens at {a['rate']:g} a second, mean"}[m.quantity]()
+    formats = s.precision.weights.name if s.precision.weights == s.precision.kv else (
+        f"{s.precision.weights.name} weights, {s.precision.kv.name} cache")
+    return f"{s.model.name} on {s.cards} × {s.acc.name}, {formats}: {what}"
+
+
+def matching(r: Resolved, quantities: Iterable[str], keep: Callable[[estimate.Measurement], bool] = lambda m: True
+             ) -> list[estimate.Measurement]:
+    """The measurements of `quantities` taken on exactly this figure's setup."""
+    mine = (r.scenario.accelerator, r.cards, r.scenario.target, r.scenario.weights, r.scenario.kv)
+    quantities = tuple(quantities)
+    return [m for m in estimate.load().rows
+            if (m.raw["accelerator"], m.setup.cards, m.raw["model"], m.raw["weights"], m.raw["kv"]) == mine
+            and m.quantity in quantities and keep(m)]
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measurement as a kind draws it: its x, and its value, estimate, band and floor in the
+    kind's y units."""
+
+    m: estimate.Measurement
+    x: float
+    value: float
+    estimate: float
+    low: float
+    high: float
+    floor: float
+    inside: bool
+
+
+def points(r: Resolved, quantities: Iterable[str], x: Callable[[estimate.Measurement], float],
+           y: Callable[[estimate.Measurement, float], float],
+           keep: Callable[[estimate.Measurement], bool] = lambda m: True) -> list[Point]:
+    """The matching measurements placed: `x(m)` on the kind's x axis, `y(m, seconds_or_rate)` turning
+    a value of the measurement's quantity into the kind's y units."""
+    fitted = estimate.fitted()
+    out = []
+    for m in matching(r, quantities, keep):
+        est, low, high, inside = fitted.place(m)
+        out.append(Point(m, float(x(m)), y(m, m.value), y(m, est), y(m, low), y(m, high), y(m, m.price()), inside))
+    return sorted(out, key=lambda p: (p.x, p.m.id))
+
+
+def blank(n: int) -> dict[str, np.ndarray]:
+    """The overlay's columns for `n` rows of the kind's own: empty text, zero numbers."""
+    return {**{k: np.full(n, "") for k in TEXT}, **{k: np.zeros(n) for k in NUMBERS}}
+
+
+def with_blank(cols: Columns) -> Columns:
+    """A part of the kind's own with the overlay's columns added, empty."""
+    n = len(cols["what"])
+    return {**blank(n), **cols}
+
+
+def rows(placed: list[Point], y_column: str, x_column: str, **other) -> Columns:
+    """One "measured" row per point: its x in `x_column`, its value in `y_column`, the overlay's
+    columns filled; `other` gives the kind's remaining columns (scalars)."""
+    n = len(placed)
+    return part("measured", n, **other, **{x_column: np.array([p.x for p in placed], dtype=float),
+                                             y_column: np.array([p.value for p in placed], dtype=float)},
+                measurement=[p.m.id for p in placed], setup=[_describe(p.m) for p in placed],
+                engine=[str(p.m.raw["engine"]) for p in placed],
+                source=[f"[{p.m.raw['source']['key']}] {p.m.raw['source']['where']}" for p in placed],
+                split=[SPLITS[p.m.split] for p in placed], band=[INSIDE[p.inside] for p in placed],
+                estimate=np.array([p.estimate for p in placed]), low=np.array([p.low for p in placed]),
+                high=np.array([p.high for p in placed]), floor=np.array([p.floor for p in placed]))
+
+
+def band(kind: str, estimate_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The band's low and high ends around estimates of one kind ("latency" or "throughput")."""
+    fitted = estimate.fitted()
+    low, high = fitted.bounds(kind, 1.0)
+    return np.asarray(estimate_values) * low, np.asarray(estimate_values) * high
+
+
+def eff() -> estimate.Efficiency:
+    """The fitted efficiencies: what a kind prices its estimate curve at."""
+    return estimate.fitted().eff
+
+
+# -- drawing ---------------------------------------------------------------------------------------
+
+def tooltip(value_title: str, fmt: str) -> list:
+    return [alt.Tooltip("measurement:N", title="measurement"), alt.Tooltip("setup:N", title="setup"),
+            alt.Tooltip("engine:N", title="engine"), alt.Tooltip("source:N", title="source"),
+            alt.Tooltip("split:N", title="split"),
+            alt.Tooltip("value:Q", title=f"measured ({value_title})", format=fmt),
+            alt.Tooltip("estimate:Q", title="estimate", format=fmt),
+            alt.Tooltip("low:Q", title="band from", format=fmt), alt.Tooltip("high:Q", title="band to", format=fmt),
+            alt.Tooltip("floor:Q", title="floor", format=fmt), alt.Tooltip("band:N", title="in the band")]
+
+
+def layers(base: alt.Chart, x: alt.X, y: Callable[[str], alt.Y], y_column: str, value_title: str, fmt: str,
+           bars: bool) -> list:
+    """The measured points (a circle for a training measurement, a square for a held-out one,
+    hollow when outside its band) and, with `bars`, each one's own estimate as a tick on a bar
+    spanning its band."""
+    measured = base.transform_filter("datum.what == 'measured'").transform_calculate(value=f"datum.{y_column}")
+    out = []
+    if bars:
+        out.append(measured.mark_rule(strokeWidth=6, opacity=0.35, color=colour("fg")).encode(
+            x=x, y=y("low"), y2="high:Q"))
+        out.append(measured.mark_tick(orient="horizontal", thickness=2, size=16, color=colour("fg")).encode(
+            x=x, y=y("estimate")))
+    # A training measurement is inside its band by construction (the band spans them), so it is a
+    # large ring; a held-out one is a smaller square, filled when it lies inside its band. A
+    # held-out run measured where a training run was (an older engine's, say) shows inside its ring.
+    legend = alt.Legend(orient="bottom", direction="horizontal")
+    domain = list(SPLITS.values())
+    out.append(measured.mark_point(strokeWidth=2, color=colour("fg"), opacity=1).encode(
+        x=x, y=y(y_column),
+        size=alt.Size("split:N", title="Measured", scale=alt.Scale(domain=domain, range=[220, 70]), legend=legend),
+        shape=alt.Shape("split:N", title="Measured", scale=alt.Scale(domain=domain, range=["circle", "square"]),
+                        legend=legend),
+        fill=alt.condition(f"datum.split == '{SPLITS['held-out']}' && datum.band == '{INSIDE[True]}'",
+                           alt.value(colour("fg")), alt.value("transparent")),
+        tooltip=tooltip(value_title, fmt)))
+    return out
+
+
+# -- words -----------------------------------------------------------------------------------------
+
+def tally(cols: Columns, noun: str = "published measurement") -> str:
+    """How many measured points the figure draws and how many lie in their band, as a sentence
+    (empty when it draws none)."""
+    mask = cols["what"] == "measured"
+    n = int(mask.sum())
+    if not n:
+        return ""
+    inside = int((cols["band"][mask] == INSIDE[True]).sum())
+    held = int((cols["split"][mask] == SPLITS["held-out"]).sum())
+    count = f"{n} {noun}" + ("" if n == 1 else "s")
+    held_text = "" if not held else (f", {held} of {'it' if n == 1 else 'them'} held out of the fit" if held < n
+                                     else (", held out of the fit" if n == 1 else ", all held out of the fit"))
+    return (f" Drawn over it: {count} of this setup{held_text}; {inside} of {n} "
+            f"lie{'s' if n == 1 else ''} inside the estimate's band.")
+
+
+def table(placed: list[Point], unit: str, fmt: Callable[[float], str]) -> list[TableView]:
+    """The measured points as a second table beside the kind's own (none when there are none)."""
+    if not placed:
+        return []
+    return [TableView(
+        caption=f"Published measurements of this setup, in {unit}, beside the fitted estimate and the floor",
+        headers=["Measurement", "Engine", "Split", "Measured", "Estimate", "Band", "Floor", "In the band", "Source"],
+        rows=[[_describe(p.m), str(p.m.raw["engine"]), SPLITS[p.m.split], fmt(p.value), fmt(p.estimate),
+               f"{fmt(p.low)} to {fmt(p.high)}", fmt(p.floor), INSIDE[p.inside],
+               f"[{p.m.raw['source']['key']}] {p.m.raw['source']['where']}"] for p in placed])]
