@@ -33,11 +33,12 @@ from .longform import part
 # The overlay's columns, added to a kind's own (in CSV order, after them).
 COLUMNS = {"measurement": "measurement (id)", "setup": "measured setup", "engine": "engine", "source": "source",
            "split": "training or held out", "band": "inside the estimate's band", "estimate": "estimate",
-           "low": "band, low end", "high": "band, high end", "floor": "floor"}
+           "low": "band, low end", "high": "band, high end", "floor": "at the floor (every kernel at its datasheet peak)"}
 TEXT = ("measurement", "setup", "engine", "source", "split", "band")
 NUMBERS = ("estimate", "low", "high", "floor")
 SPLITS = {"training": "training", "held-out": "held out"}
 INSIDE = {True: "inside", False: "outside"}
+KEY = "Measured: a ring was fitted on, a square held out (filled when inside its band)"
 
 
 def _describe(m: estimate.Measurement) -> str:
@@ -47,9 +48,11 @@ def _describe(m: estimate.Measurement) -> str:
             "throughput": lambda: f"{a['input']:,.0f}-token prompts and {a['output']:,.0f}-token answers, "
                                   f"continuous batching at the largest batch that fits",
             "serving-ttft": lambda: f"{a['requests']:,.0f} requests of {a['input']:,.0f} prompt and "
-                                    f"{a['output']:,.0f} output tokens at {a['rate']:g} a second, mean",
+                                    f"{a['output']:,.0f} output tokens at {a['rate']:g} a second, mean time to "
+                                    f"the first token",
             "serving-itl": lambda: f"{a['requests']:,.0f} requests of {a['input']:,.0f} prompt and "
-                                   f"{a['output']:,.0f} output tokens at {a['rate']:g} a second, mean"}[m.quantity]()
+                                   f"{a['output']:,.0f} output tokens at {a['rate']:g} a second, mean time "
+                                   f"between tokens"}[m.quantity]()
     formats = s.precision.weights.name if s.precision.weights == s.precision.kv else (
         f"{s.precision.weights.name} weights, {s.precision.kv.name} cache")
     return f"{s.model.name} on {s.cards} × {s.acc.name}, {formats}: {what}"
@@ -139,7 +142,7 @@ def tooltip(value_title: str, fmt: str) -> list:
             alt.Tooltip("value:Q", title=f"measured ({value_title})", format=fmt),
             alt.Tooltip("estimate:Q", title="estimate", format=fmt),
             alt.Tooltip("low:Q", title="band from", format=fmt), alt.Tooltip("high:Q", title="band to", format=fmt),
-            alt.Tooltip("floor:Q", title="floor", format=fmt), alt.Tooltip("band:N", title="in the band")]
+            alt.Tooltip("floor:Q", title="at the floor", format=fmt), alt.Tooltip("band:N", title="in the band")]
 
 
 def layers(base: alt.Chart, x: alt.X, y: Callable[[str], alt.Y], y_column: str, value_title: str, fmt: str,
@@ -157,16 +160,19 @@ def layers(base: alt.Chart, x: alt.X, y: Callable[[str], alt.Y], y_column: str, 
     # A training measurement is inside its band by construction (the band spans them), so it is a
     # large ring; a held-out one is a smaller square, filled when it lies inside its band. A
     # held-out run measured where a training run was (an older engine's, say) shows inside its ring.
-    legend = alt.Legend(orient="bottom", direction="horizontal")
+    # The key is a line of text in the plot's top left corner, drawn from the first measured row, so
+    # a figure of a setup without measurements shows neither points nor key (a legend would stay).
     domain = list(SPLITS.values())
     out.append(measured.mark_point(strokeWidth=2, color=colour("fg"), opacity=1).encode(
         x=x, y=y(y_column),
-        size=alt.Size("split:N", title="Measured", scale=alt.Scale(domain=domain, range=[220, 70]), legend=legend),
-        shape=alt.Shape("split:N", title="Measured", scale=alt.Scale(domain=domain, range=["circle", "square"]),
-                        legend=legend),
+        size=alt.Size("split:N", scale=alt.Scale(domain=domain, range=[220, 70]), legend=None),
+        shape=alt.Shape("split:N", scale=alt.Scale(domain=domain, range=["circle", "square"]), legend=None),
         fill=alt.condition(f"datum.split == '{SPLITS['held-out']}' && datum.band == '{INSIDE[True]}'",
                            alt.value(colour("fg")), alt.value("transparent")),
         tooltip=tooltip(value_title, fmt)))
+    out.append(measured.transform_window(rank="row_number()").transform_filter("datum.rank == 1")
+               .transform_calculate(key=f"'{KEY}'").mark_text(align="left", baseline="top", color=colour("fg"))
+               .encode(x=alt.value(6), y=alt.value(6), text="key:N"))
     return out
 
 
@@ -194,7 +200,7 @@ def table(placed: list[Point], unit: str, fmt: Callable[[float], str]) -> list[T
         return []
     return [TableView(
         caption=f"Published measurements of this setup, in {unit}, beside the fitted estimate and the floor",
-        headers=["Measurement", "Engine", "Split", "Measured", "Estimate", "Band", "Floor", "In the band", "Source"],
+        headers=["Measurement", "Engine", "Split", "Measured", "Estimate", "Band", "At the floor", "In the band", "Source"],
         rows=[[_describe(p.m), str(p.m.raw["engine"]), SPLITS[p.m.split], fmt(p.value), fmt(p.estimate),
                f"{fmt(p.low)} to {fmt(p.high)}", fmt(p.floor), INSIDE[p.inside],
                f"[{p.m.raw['source']['key']}] {p.m.raw['source']['where']}"] for p in placed])]

@@ -13,6 +13,7 @@ from models import serving
 
 from ...sources.controls import Resolved, Slider
 from ...theme import BOLD, colour
+from . import overlay
 from .base import alt, Columns, FigureKind, register, rows_at, slider_filter, slider_params, table_data, TableView
 from .longform import part, stack
 
@@ -88,26 +89,36 @@ class _Latency(FigureKind):
     metric: str          # "ttft", "tpot" or "tbt": the Summary fields <metric>_median and <metric>_p99
     what: str            # the metric in words
     objective: float     # seconds
+    measured: tuple[str, ...] = ()  # the published quantities (models/estimate.py) drawn over the lines
     reads = ("accelerator", "cards", "target", "weights", "kv")
     sliders = {"chunk": CHUNK, "prefix": PREFIX}
     columns = {"what": "row", "sched": "scheduler", "chunk": "chunk size", "prefix": "cached share of each prompt",
-               "rate": "arrival rate (requests/s)", "stat": "statistic", "ms": "milliseconds"}
+               "rate": "arrival rate (requests/s)", "stat": "statistic", "ms": "milliseconds", **overlay.COLUMNS}
+
+    def points(self, r: Resolved) -> list[overlay.Point]:
+        """Published means of this setup at their arrival rate, in ms."""
+        return overlay.points(r, self.measured, lambda m: m.args["rate"], lambda m, v: v * 1e3)
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         parts = [part("objective", 1, sched="", chunk=0.0, prefix=0.0, rate=0.0, stat="objective",
                       ms=self.objective * 1e3)]
+        placed = self.points(r)
+        if placed:
+            parts.append(overlay.rows(placed, "ms", "rate", sched="", chunk=0.0, prefix=0.0, stat="mean"))
         for sched, chunk, prefix in _settings(grid):
             runs = _summaries(r, sched, chunk, prefix)
             for stat in ("median", "p99"):
                 parts.append(part("line", len(runs), sched=LABELS[sched], chunk=float(chunk), prefix=prefix,
                                   rate=_rates(), stat=stat,
                                   ms=np.array([getattr(s, f"{self.metric}_{stat}") for s in runs]) * 1e3))
-        return stack(parts, list(self.columns))
+        return stack([overlay.with_blank(p) for p in parts], list(self.columns))
 
     def chart(self, sliders: dict[str, Slider]) -> alt.TopLevelMixin:
         base = alt.Chart(table_data())
-        y = alt.Y("ms:Q", title=f"{self.what} (ms, log scale)", scale=alt.Scale(type="log"),
-                  axis=alt.Axis(format="~s"))
+        def on_y(column: str) -> alt.Y:
+            return alt.Y(f"{column}:Q", title=f"{self.what} (ms, log scale)", scale=alt.Scale(type="log"),
+                         axis=alt.Axis(format="~s"))
+        y = on_y("ms")
         dash = alt.StrokeDash("stat:N", title="Statistic",
                               scale=alt.Scale(domain=["p99", "median"], range=[[1, 0], [5, 4]]),
                               legend=alt.Legend(orient="bottom", direction="horizontal", symbolType="stroke",
@@ -122,7 +133,10 @@ class _Latency(FigureKind):
         text = goal.transform_calculate(label="'objective for the p99: ' + format(datum.ms, ',.0f') + ' ms'").mark_text(
             align="left", baseline="bottom", dy=-3, color=colour("muted")).encode(
             x=alt.datum(0.3), y="ms:Q", text="label:N")
-        return alt.layer(rule, text, lines).add_params(*slider_params(sliders)).properties(height=320)
+        # Published means of this setup (overlay), each with its own estimate, for its own traffic, as
+        # a bar over its band: the lines are the page's traffic with every pass at its floor.
+        points = overlay.layers(base, _rate_axis(), on_y, "ms", "ms", ",.1f", bars=True)
+        return alt.layer(rule, text, lines, *points).add_params(*slider_params(sliders)).properties(height=320)
 
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
         rows = []
@@ -135,7 +149,8 @@ class _Latency(FigureKind):
                     row.append(f"{cols['ms'][i][0]:,.0f}")
             rows.append(row)
         c, p = sliders["chunk"].default, sliders["prefix"].default
-        return TableView(caption=f"{self.what} in ms, {_scenario(r)}, {serving.N_REQUESTS} requests a run; "
+        return TableView(also=overlay.table(self.points(r), "ms", lambda v: f"{v:,.1f} ms"),
+                         caption=f"{self.what} in ms, {_scenario(r)}, {serving.N_REQUESTS} requests a run; "
                                  f"chunks of {c:,.0f} positions, {p:.0%} of each prompt cached",
                          headers=["Requests per second", "Prefill first, median", "Prefill first, p99",
                                   "Chunked, median", "Chunked, p99"], rows=rows)
@@ -143,7 +158,7 @@ class _Latency(FigureKind):
     description = ("{what} against arrival rate for {scenario}, median and p99, under prefill-first and chunked "
                    "scheduling with chunks of {chunk} positions and {prefix} of each prompt cached. At {low} requests "
                    "per second the p99 is {pf_low} with prefill first and {ch_low} chunked; at {high}, {pf_high} and "
-                   "{ch_high}. The objective for the p99 is {goal}.")
+                   "{ch_high}. The objective for the p99 is {goal}. Every pass is priced at its floor.{measured}")
 
     def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
         lo, hi = RATE.min, RATE.max
@@ -155,7 +170,13 @@ class _Latency(FigureKind):
         return {"what": self.what, "scenario": _scenario(r), "chunk": f"{position['chunk']:,.0f}",
                 "prefix": f"{position['prefix']:.0%}", "low": f"{lo:g}", "high": f"{hi:g}",
                 "pf_low": p99("prefill-first", lo), "ch_low": p99("chunked", lo),
-                "pf_high": p99("prefill-first", hi), "ch_high": p99("chunked", hi), "goal": _ms(self.objective)}
+                "pf_high": p99("prefill-first", hi), "ch_high": p99("chunked", hi), "goal": _ms(self.objective),
+                "measured": self.tally(cols)}
+
+    def tally(self, cols: Columns) -> str:
+        said = overlay.tally(cols)
+        return said and (said + " Each is a mean over requests all of one length, not this page's traffic, so each "
+                         "carries its own estimate, for its own traffic served prefill first, as a bar over its band.")
 
 
 @register
@@ -163,6 +184,7 @@ class ServeTTFT(_Latency):
     name = "serve-ttft"
     title = "Time to first token against arrival rate"
     metric, what, objective = "ttft", "Time to first token", serving.TTFT_OBJECTIVE
+    measured = ("serving-ttft",)
 
 
 @register
@@ -170,6 +192,9 @@ class ServeTPOT(_Latency):
     name = "serve-tpot"
     title = "Time per output token against arrival rate"
     metric, what, objective = "tpot", "Time per output token", serving.TPOT_OBJECTIVE
+    # The published mean time between tokens: with every answer one length, each request has as
+    # many gaps as the next, so it is also the mean time per output token.
+    measured = ("serving-itl",)
 
 
 @register

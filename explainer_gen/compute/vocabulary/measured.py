@@ -78,8 +78,11 @@ def measured_ratio(key: str):
 @topic.term(depends=())
 def measured_value(key: str, what: str = "measured"):
     """A measurement's "measured" value, its "floor" or its "estimate", in SI units; for a
-    throughput, "batch": the most requests the estimate runs at once (memory's limit)."""
+    throughput, "batch": the most requests the estimate runs at once (memory's limit); or one of
+    its setup's arguments as published ("tokens", "input", "output", "rate", "requests", ...)."""
     m, fitted_ = _measurement(key)
+    if what in m.args:
+        return m.args[what]
     if what == "batch":
         if m.quantity != "throughput":
             raise ValueError(f"{key} is a {m.quantity}, which runs no batch of its own")
