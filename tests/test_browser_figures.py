@@ -14,9 +14,10 @@ pytestmark = pytest.mark.hosts()  # on both hosts' builds (tests/conftest.py)
 FIGURES = {
     "explainers/roofline/": [("fig-roofline", ["Prompt length (tokens)", "Decode batch (requests)"]),
                              ("fig-step-time", ["Prompt length (tokens)", "Decode batch (requests)"]),
-                             ("fig-prefill-vs-decode", ["Prompt length (tokens)"])],
+                             ("fig-prefill-vs-decode", ["Prompt length (tokens)"]),
+                             ("fig-prefill-vs-decode-2", ["Prompt length (tokens)"])],
     "explainers/batching/": [("fig-batch-schedule", ["Batch size (slots)", "Spread of output lengths"]),
-                             ("fig-batch-throughput", [])],
+                             ("fig-batch-throughput", []), ("fig-batch-throughput-2", [])],
     "explainers/kv-cache/": [("fig-kv-slots", [])],  # it follows the switch's cards and context
     "explainers/serving/": [
         ("fig-serve-goodput", ["Chunk size (positions per pass)", "Share of each prompt already cached"]),
