@@ -44,7 +44,7 @@ from .render.chrome import Chrome
 from .compute.numbers import NumberResult
 from .compute.pages import FENCE_NAME, PageBuild, build_page, split_front_matter, substitute_numbers
 from .compute.timing import Timing
-from .compute import workers
+from .compute import assumptions, workers
 
 ASSETS = "assets/explainer"
 CSS_PATH = f"{ASSETS}/explainer.css"
@@ -245,7 +245,7 @@ class SiteBuild:
             mine = share is None or share == workers.NUMBERS
             return self._number(identity, make) if mine else workers.ELSEWHERE_NUMBER
         with self._reading() as results:
-            page = build_page(p.text, p.path, self.catalogue, figure, self.budget, number, self.timing)
+            page = build_page(p.text, p.path, self.catalogue, figure, self.budget, number, self.timing, assumptions)
         if share is not None and 0 <= share < len(page.figures):
             self._figure_files(page.figures[share])  # its site files too, into the cache
         if share is None:
@@ -304,7 +304,7 @@ class SiteBuild:
             return workers.ELSEWHERE_NUMBER
         try:
             with self._reading() as results:
-                page = build_page(p.text, p.path, self.catalogue, figure, self.budget, number)
+                page = build_page(p.text, p.path, self.catalogue, figure, self.budget, number, assumed=assumptions)
         except SourceError:
             return []  # the build's own pass reports it, with its file and line
         if not missing:
@@ -336,7 +336,7 @@ class SiteBuild:
 
     def _number_key(self, identity: dict) -> str:
         """The number, the catalogue, and the code that evaluates it and the terms it calls."""
-        return digest(self.inputs, self.code.number(identity["calls"]), identity)
+        return digest(self.inputs, self.code.number(identity["calls"], identity["chooses"]), identity)
 
     def _figure(self, req) -> FigureArtifacts:
         """The figure's artefacts: in full when computed now, else the light part the HTML needs."""

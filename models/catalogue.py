@@ -31,6 +31,10 @@ class Accelerator:
     link_source: str  # the vendor's figure as stated, and how the one-way rate follows from it
     allreduce_us: float  # fixed cost of one small all-reduce across the cards, microseconds
     allreduce_source: str  # where that cost comes from (no datasheet states one)
+    # The range that assumed cost may lie in, microseconds (low, high): what the sources measured.
+    # The build checks that no choice of words on a page changes across it unless the page says
+    # where it does (explainer_gen/compute/assumptions.py).
+    allreduce_range_us: tuple[float, float]
     # How the cards reach each other: "switch" (every card's links go to switches, so any group of
     # cards talks at the card's whole rate) or "mesh" (no switch: `mesh_links` point-to-point links,
     # one to each peer, so a group of N cards uses N - 1 of them).
@@ -73,6 +77,12 @@ class Accelerator:
     def allreduce_latency(self) -> float:
         """Fixed cost of one all-reduce, seconds."""
         return self.allreduce_us * 1e-6
+
+    def allreduce_at(self, t: float) -> float:
+        """The all-reduce latency `t` of the way across its assumed range (0 its low end, 1 its high),
+        microseconds."""
+        low, high = self.allreduce_range_us
+        return low + t * (high - low)
 
     @property
     def ridge(self) -> float:
@@ -187,6 +197,12 @@ class Catalogue:
         return _pick(self.models, key, "model")
 
 
+def with_allreduce_at(catalogue: "Catalogue", t: float) -> "Catalogue":
+    """The catalogue with every card's all-reduce latency `t` of the way across its assumed range."""
+    cards = {k: dataclasses.replace(a, allreduce_us=a.allreduce_at(t)) for k, a in catalogue.accelerators.items()}
+    return dataclasses.replace(catalogue, accelerators=cards)
+
+
 class UnknownKey(KeyError):
     def __init__(self, kind: str, key: str, choices: list[str]):
         self.kind, self.key, self.choices = kind, key, choices
@@ -230,6 +246,13 @@ def _rows(data: Any, section: str, cls: type, path: str) -> dict[str, Any]:
                     raise SourceError(path, raw.line_of(name), f"{name} must be a non-empty string")
             elif kind in ("float | None", "int | None") and value is None:
                 pass  # an optional number, left out on purpose (no FP8 units on the A100)
+            elif kind == "tuple[float, float]":
+                if (not isinstance(value, list) or len(value) != 2
+                        or any(isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0
+                               for v in value) or value[0] > value[1]):
+                    raise SourceError(path, raw.line_of(name), f"{name} must be a range [low, high] of two positive "
+                                      f"numbers, low first, got {value!r}")
+                value = (float(value[0]), float(value[1]))
             elif kind == "bool":
                 if not isinstance(value, bool):
                     raise SourceError(path, raw.line_of(name), f"{name} must be true or false, got {value!r}")
@@ -255,6 +278,11 @@ def _rows(data: Any, section: str, cls: type, path: str) -> dict[str, Any]:
             _check_experts(values, raw, path)
         if cls is Accelerator:
             _check_topology(values, raw, path)
+            low, high = values["allreduce_range_us"]
+            if not low <= values["allreduce_us"] <= high:
+                raise SourceError(path, raw.line_of("allreduce_range_us"), f"allreduce_us {values['allreduce_us']} lies "
+                                  f"outside its range {list(values['allreduce_range_us'])}: the value assumed is one "
+                                  f"the range allows")
         rows[values["key"]] = cls(**values)
     return rows
 

@@ -32,10 +32,12 @@ experts) the command extrapolates.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import contextvars
 import json
 import math
 import sys
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -53,7 +55,7 @@ UNITS = {"prefill": "s", "decode": "s", "throughput": "tokens/s", "serving-ttft"
 KIND = {"prefill": "latency", "decode": "latency", "throughput": "throughput", "serving-ttft": "latency",
         "serving-itl": "latency"}
 SPLITS = ("training", "held-out")
-TERMS = tuple(f.name for f in fields(Efficiency))
+TERMS = tuple(f.name for f in fields(Efficiency) if f.name != "scale")  # what the fit sets
 SHARES = ("bandwidth", "bf16", "fp8", "link")
 
 
@@ -443,8 +445,26 @@ def check(data: Measurements, fitted: Fitted | None = None) -> list[SourceError]
 
 
 def fitted() -> Fitted:
-    """The fit on the project's measurements file, as the pages and the command use it."""
-    return fit(load())
+    """The fit on the project's measurements file, as the pages and the command use it; inside
+    `across_band(f)`, with every time it prices multiplied by `f`."""
+    out = fit(load())
+    scale = _BAND_SCALE.get()
+    return out if scale == 1.0 else replace(out, eff=replace(out.eff, scale=scale))
+
+
+_BAND_SCALE: contextvars.ContextVar[float] = contextvars.ContextVar("estimate_band_scale", default=1.0)
+
+
+@contextlib.contextmanager
+def across_band(scale: float):
+    """Within the block, `fitted()` prices every time `scale` times the estimate: a point of the
+    band in which the measurements say the truth lies (`Fitted.band`). A claim resting on the
+    estimate is checked across the band this way (explainer_gen/compute/assumptions.py)."""
+    token = _BAND_SCALE.set(float(scale))
+    try:
+        yield
+    finally:
+        _BAND_SCALE.reset(token)
 
 
 # -- the command ---------------------------------------------------------------------------------

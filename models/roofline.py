@@ -63,6 +63,9 @@ class Efficiency:
     pass_s: float = 0.0     # fixed seconds a pass
     layer_s: float = 0.0    # fixed seconds a layer, each pass
     overlap: float = math.inf  # how a kernel's reads and arithmetic combine: (r^k + a^k)^(1/k), max at infinity
+    # A factor on every time priced at these terms, fixed costs included: 1 as fitted. An estimate's
+    # band says the truth lies within a factor of it; checking a claim across that band sets this.
+    scale: float = 1.0
 
     def join(self, reads, arithmetic, mx=np.maximum):
         """One kernel's seconds from its reads' and its arithmetic's: the longer of the two at the
@@ -83,6 +86,8 @@ class Efficiency:
             raise ValueError(f"shares of a roofline lie in (0, 1]: {self}")
         if not (self.pass_s >= 0.0 and self.layer_s >= 0.0 and self.overlap >= 1.0):  # NaN fails too
             raise ValueError(f"fixed costs are 0 or more and the overlap 1 or more: {self}")
+        if not self.scale > 0.0:
+            raise ValueError(f"the scale on an estimate's times is above 0: {self}")
 
     def compute(self, arithmetic: str) -> float:
         """The share of peak of products run in `arithmetic` ("bf16" or "fp8")."""
@@ -124,7 +129,7 @@ class StepTime:
 
     def at(self, eff: Efficiency):
         """Seconds of the same pass with its kernels at `eff`'s shares, plus `eff`'s fixed costs."""
-        return sum(self.pieces.times(*self.carried, eff=eff)) + eff.fixed(self.pieces.layers)
+        return (sum(self.pieces.times(*self.carried, eff=eff)) + eff.fixed(self.pieces.layers)) * eff.scale
 
 
 def flops_per_token(model: LLM) -> float:
@@ -263,7 +268,7 @@ class Kernels:
                 eff: Efficiency = FLOOR) -> float:
         """`times` added up, on plain floats, with `eff`'s fixed costs (none at the floor)."""
         out = sum(self.times(tokens, cached, attended, tokens if logits is None else logits, max, eff))
-        return out if eff is FLOOR else out + eff.fixed(self.layers)
+        return out if eff is FLOOR else (out + eff.fixed(self.layers)) * eff.scale
 
 
 @lru_cache(maxsize=256)

@@ -128,6 +128,7 @@ class PassCost(Kernels):
         eff = self.eff
         per_token = (max(self.kv_cached, self.attention_attended) if eff is FLOOR
                      else eff.join(self.kv_cached / eff.bandwidth, self.attention_attended / eff.bf16, max))
+        per_token *= eff.scale
         return self._uncached(n) + per_token * cached, per_token * n
 
     def _uncached(self, n: int) -> float:
@@ -136,7 +137,7 @@ class PassCost(Kernels):
         memo = self.__dict__.setdefault("_memo", {})
         if n not in memo:
             gemm, head, lookup, _, comm = self.times(n, 0.0, 0.0, n, max, self.eff)
-            memo[n] = gemm + head + lookup + comm + self.eff.fixed(self.layers)
+            memo[n] = (gemm + head + lookup + comm + self.eff.fixed(self.layers)) * self.eff.scale
         return memo[n]
 
     def decode_steps(self, n: int, cached: float, steps: int) -> float:

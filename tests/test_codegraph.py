@@ -24,7 +24,7 @@ import pytest
 
 from explainer_gen import core
 from explainer_gen.compute import vocabulary
-from explainer_gen.compute.codegraph import FIGURE_ENTRY, NUMBER_ENTRY, CodeGraph, CodeKeys, module_name
+from explainer_gen.compute.codegraph import CHOICE_ENTRY, FIGURE_ENTRY, NUMBER_ENTRY, CodeGraph, CodeKeys, module_name
 from explainer_gen.compute.figures import REGISTRY
 from explainer_gen.compute.numbers import find_inline
 from explainer_gen.compute.timing import Timing
@@ -112,8 +112,16 @@ def results() -> dict[str, tuple[str, ...]]:
         _, inside = scan_fences(lines)
         for item in find_inline(lines, inside):
             terms = sorted({m for n in names_in(item.expr) if n in TERMS for m in term_modules(n)})
-            out[f"number {item.expr}"] = NUMBER_ENTRY + tuple(terms)
+            out[f"number {item.expr}"] = NUMBER_ENTRY + (CHOICE_ENTRY if chooses(item.expr) else ()) + tuple(terms)
     return out
+
+
+def chooses(expr: str) -> bool:
+    """Whether an expression picks between quoted phrases by a condition, read from its tokens: a
+    string, then `if`. Such a choice of words is checked across the assumed constants' ranges, so
+    it runs their module (explainer_gen/compute/assumptions.py)."""
+    kinds = [(t.type, t.string) for t in tokenize.generate_tokens(io.StringIO(expr).readline)]
+    return any(a[0] == tokenize.STRING and b == (tokenize.NAME, "if") for a, b in zip(kinds, kinds[1:]))
 
 
 def names_in(expr: str) -> set[str]:
@@ -135,7 +143,7 @@ def names_in(expr: str) -> set[str]:
 
 def keys(code: CodeKeys, found: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, str]]:
     return {r: code.figure(r[len("figure "):]) if r.startswith("figure ")
-            else code.number(names_in(r[len("number "):]) & TERMS.keys()) for r in found}
+            else code.number(names_in(r[len("number "):]) & TERMS.keys(), chooses(r[len("number "):])) for r in found}
 
 
 def edited(graph: CodeGraph, path: str) -> CodeGraph:
@@ -212,8 +220,10 @@ def test_what_a_save_of_each_model_recomputes(graph):
     assert recomputed("models/trees.py") == kinds_in("trees") == {"tree-yield", "tree-speedup", "draft-speedup",
                                                                   "moe-verify"}
     # The estimate (models/estimate.py) prices its serving runs with the serving simulation, so the
-    # kinds that draw the estimate recompute too: the measurements' figure and the step-time bands.
-    assert recomputed("models/serving.py") == kinds_in("serving") | kinds_in("measured") | {"step-time"}
+    # kinds that draw the estimate recompute too: the measurements' figure, the step-time bands, and
+    # the kinds that draw published measurements over their curves (figures/overlay.py).
+    assert recomputed("models/serving.py") == (kinds_in("serving") | kinds_in("measured") | {"step-time"}
+                                               | {"prefill-vs-decode", "batch-throughput"})
     assert {"serve-goodput", "serve-timeline", "serve-ttft", "serve-tpot", "serve-tbt"} <= kinds_in("serving")
     assert recomputed("models/roofline.py") == set(REGISTRY)
     # A number that calls only roofline terms is left alone by a save of the tree model.

@@ -30,6 +30,7 @@ from pathlib import Path
 # The modules every figure runs, and every inline number (their imports follow from the graph).
 FIGURE_ENTRY = ("explainer_gen.compute.artifacts",)
 NUMBER_ENTRY = ("explainer_gen.compute.numbers", "explainer_gen.compute.pages")
+CHOICE_ENTRY = ("explainer_gen.compute.assumptions",)  # what a choice of words is checked across
 STATE_ENTRY = ("explainer_gen.client.contract",)  # a page's state, which the browser reads
 # The data files a module may read: the suffixes cache.source_hashes watches (it decides when the
 # code on disk is no longer the code loaded), so an edit of any of them loads the code again.
@@ -213,16 +214,18 @@ class CodeKeys:
         found = self.kinds.get(kind)
         return FIGURE_ENTRY + ((type(found).__module__,) if found is not None else ())
 
-    def modules_of_number(self, calls) -> tuple[str, ...]:
-        """The entry modules of an inline number: those that evaluate every number, and for each
-        term it calls (numbers.Expr.calls) the modules that register and define it."""
-        return NUMBER_ENTRY + tuple(sorted({m for n in calls for m in self.term_modules.get(n, ())}))
+    def modules_of_number(self, calls, chooses: bool = False) -> tuple[str, ...]:
+        """The entry modules of an inline number: those that evaluate every number, for each term
+        it calls (numbers.Expr.calls) the modules that register and define it, and for a choice of
+        words (`chooses`) the assumptions it is checked across."""
+        return (NUMBER_ENTRY + (CHOICE_ENTRY if chooses else ())
+                + tuple(sorted({m for n in calls for m in self.term_modules.get(n, ())})))
 
     def figure(self, kind: str) -> tuple[str, str]:
         return self._keys(self.modules_of_figure(kind))
 
-    def number(self, calls) -> tuple[str, str]:
-        return self._keys(self.modules_of_number(calls))
+    def number(self, calls, chooses: bool = False) -> tuple[str, str]:
+        return self._keys(self.modules_of_number(calls, chooses))
 
     def _keys(self, entries: tuple[str, ...]) -> tuple[str, str]:
         if entries not in self._memo:

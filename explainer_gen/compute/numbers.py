@@ -123,6 +123,39 @@ def _noun_error(path: str, line: int, unit: str, text: str) -> SourceError:
                        "within a letter or two of a unit")
 
 
+@dataclass(frozen=True)
+class Marks:
+    """What the Markdown says of a choice of words after its `|` (compute/assumptions.py):
+    `assumes allreduce` (its words may change across that assumption's range, and the page shows
+    where), or `at defaults` (it calls a simulation, so it was checked at the assumed values only)."""
+
+    assumes: tuple[str, ...] = ()
+    at_defaults: bool = False
+
+
+NO_MARKS = Marks()
+_ASSUMES = re.compile(r"assumes\s+(?P<keys>[a-z][a-z_-]*(?:\s*,\s*[a-z][a-z_-]*)*)\s*$")
+
+
+def parse_marks(text: str, path: str, line: int, known: tuple[str, ...] | None) -> tuple[str, Marks]:
+    """The format text with any mark taken off, and the marks; with `known` None (a page read
+    without the assumptions, as some tests read one), any assumption's name is taken as given."""
+    stripped = text.strip()
+    if stripped == "at defaults":
+        return "", Marks(at_defaults=True)
+    if stripped.startswith("assumes"):
+        found = _ASSUMES.fullmatch(stripped)
+        if not found:
+            raise SourceError(path, line, f"'| {stripped}': write '| assumes' and the assumptions' names, as in "
+                              f"'| assumes allreduce'" + (f" (assumptions: {', '.join(known)})" if known else ""))
+        keys = tuple(k.strip() for k in found["keys"].split(","))
+        for k in keys:
+            if known is not None and k not in known:
+                raise SourceError(path, line, f"no assumption {k!r}; {closest(k, list(known))}")
+        return "", Marks(assumes=keys)
+    return text, NO_MARKS
+
+
 def parse_format(text: str, path: str, line: int) -> Format:
     text = text.strip()
     if not text:
@@ -210,6 +243,13 @@ class Expr:
     tree: ast.Expression
     names: tuple[str, ...]   # slider names it depends on, in page order
     calls: frozenset[str]    # vocabulary terms it uses: called, or read as attributes ("chen.c")
+
+    @property
+    def chooses_words(self) -> bool:
+        """Whether it picks between phrases by a condition (`"a" if ... else "b"`)."""
+        return any(isinstance(n, ast.IfExp) and any(isinstance(b, ast.Constant) and isinstance(b.value, str)
+                                                    for b in (n.body, n.orelse))
+                   for n in ast.walk(self.tree))
 
 
 def dotted(node: ast.AST) -> str | None:
@@ -332,6 +372,84 @@ def evaluate(expr: Expr, env: dict[str, Any]) -> Any:
     return ev(expr.tree)
 
 
+def check_across(item: Inline, path: str, texts: list[list[str]], envs: list[dict[str, Any]], axes: list[Slider],
+                 under: Callable[[dict[str, Any], int | None], list[str]], default_env: int, default_index: int,
+                 marks: Marks, across: Across) -> list[list[str]]:
+    """A choice of words evaluated at `assumptions.POINTS` of every assumption's range: at every
+    slider position under the page's default scenario, and at the sliders' defaults under every
+    other scenario (each a full evaluation costs a simulation-free model run; the whole product
+    of scenarios and positions would cost the page's numbers many times over). Words that change
+    fail the build at the choice's line unless the Markdown marks the choice `| assumes <that
+    assumption>`; then the texts gain, where they change, the note of where in the range
+    (`assumptions.flip_note`, found by bisection between the points whose words differ).
+    `under(env, i)` evaluates under one env, at every position (None) or at position `i` only.
+    Returns the texts the page shows."""
+    if across.simulated:
+        if not marks.at_defaults:
+            raise SourceError(path, item.line, f"inline choice {{{{ {item.expr} }}}} calls a simulation "
+                              f"({', '.join(across.simulated)}), which is not rerun across the assumed constants' "
+                              "ranges: mark it '| at defaults', and say on the page that its words were checked at "
+                              "the assumed values only")
+        return texts
+    if marks.at_defaults:
+        raise SourceError(path, item.line, f"'| at defaults' is for a choice that calls a simulation; "
+                          f"{{{{ {item.expr} }}}} calls none, so it is checked across every range: drop the mark")
+    rules, shown = across.rules, [list(block) for block in texts]
+    accelerators = [env["__fields__"].accelerator if env.get("__fields__") is not None else None for env in envs]
+
+    def one(a, t: float, s: int, i: int | None = None) -> dict[tuple[int, int], str]:
+        """The words under scenario `s` with `a` at `t`: at position `i`, or where the check looks
+        (every position for the default scenario, the default position for the others)."""
+        varied, context = across.at(a, t, s)
+        with context:
+            if i is None and s == default_env:
+                return {(s, j): w for j, w in enumerate(under(varied, None))}
+            i = default_index if i is None else i
+            return {(s, i): under(varied, i)[0]}
+
+    for a in rules.ASSUMPTIONS.values():
+        runs = {t: {k: w for s in range(len(envs)) for k, w in one(a, t, s).items()} for t in rules.POINTS}
+        changed = [k for k in runs[rules.POINTS[0]] if len({runs[t][k] for t in rules.POINTS}) > 1]
+        if not changed:
+            if a.key in marks.assumes:
+                raise SourceError(path, item.line, f"inline choice {{{{ {item.expr} }}}} is marked '| assumes "
+                                  f"{a.key}', but its words stay the same across {a.what}'s assumed range "
+                                  f"({a.declared}): drop the mark")
+            continue
+        if a.key not in marks.assumes:
+            s, i = changed[0]
+            first = rules.POINTS[0]
+            other = next(t for t in rules.POINTS if runs[t][s, i] != runs[first][s, i])
+            show = lambda t: a.show(a.value(across.catalogue, accelerators[s], t))  # noqa: E731
+            raise SourceError(path, item.line, f"inline choice {{{{ {item.expr} }}}} changes its words across the "
+                              f"{a.range_text(across.catalogue, accelerators[s])} assumed for {a.what} ({a.declared})"
+                              f"{_position(axes, i, envs[s], len(envs))}: {runs[first][s, i]!r} at {show(first)}, "
+                              f"{runs[other][s, i]!r} at {show(other)}. Reword it to hold across the range, or mark "
+                              f"it '| assumes {a.key}' so that the page shows the reader where it changes")
+        for s, i in changed:
+            flips = []
+            for lo, hi in zip(rules.POINTS, rules.POINTS[1:]):
+                start = runs[lo][s, i]
+                if start == runs[hi][s, i]:
+                    continue
+                for _ in range(rules.BISECTIONS):
+                    mid = (lo + hi) / 2.0
+                    lo, hi = (mid, hi) if one(a, mid, s, i)[s, i] == start else (lo, mid)
+                flips.append((lo + hi) / 2.0)
+            shown[s][i] += rules.flip_note(a, across.catalogue, accelerators[s], flips)
+    return shown
+
+
+def _position(axes: list[Slider], index: int, env: dict[str, Any], n_envs: int) -> str:
+    """' (at batch=8 under scenario ...)': where a number was evaluated, for an error."""
+    shape = [s.count for s in axes]
+    at = np.unravel_index(index, shape) if shape else ()
+    parts = [f"{s.name}={s.values()[p]:g}" for s, p in zip(axes, at)]
+    if n_envs > 1 and "__scenario__" in env:
+        parts.append(f"under scenario {env['__scenario__']}")
+    return f" (at {', '.join(parts)})" if parts else ""
+
+
 @dataclass
 class NumberResult:
     """The formatted value at every position of the dimensions it depends on."""
@@ -346,24 +464,45 @@ class NumberResult:
         return f'<span class="eg-num"{attrs}>{esc(self.default)}</span>'
 
 
+@dataclass(frozen=True)
+class Across:
+    """How to evaluate a number with an assumed constant moved across its range: `rules` is
+    `compute.assumptions` (its ASSUMPTIONS, POINTS, BISECTIONS and flip_note), handed in by the
+    build so that only choices of words, whose cache keys hold that module, depend on it;
+    `at(assumption, t, s)` gives the env of the number's `s`-th scenario with the assumption `t` of the
+    way across its range, and a context to evaluate it in; `simulated` names the simulations the
+    number calls, if any."""
+
+    rules: Any
+    at: Callable[[Any, float, int], tuple[dict[str, Any], Any]]
+    catalogue: Any
+    simulated: tuple[str, ...] = ()
+
+
 @np.errstate(all="ignore")
 def compute_number(item: Inline, number_id: str, expr: Expr, fmt: Format, sliders: dict[str, Slider],
                    envs: list[dict[str, Any]], path: str, default_env: int = 0,
-                   timing: Timing | None = None) -> NumberResult:
+                   timing: Timing | None = None, marks: Marks = NO_MARKS,
+                   across: Across | None = None) -> NumberResult:
     """Evaluate over the sliders the expression names and every scenario env given.
 
     `envs` are in the browser's scenario order; `default_env` is the page's default among them.
     Floating-point warnings are off throughout (set once, not per scenario): a value that is not
-    finite fails the number with its position instead.
+    finite fails the number with its position instead. With `across`, a choice of words is also
+    evaluated across every assumption's range and checked against its `marks` (`check_across`).
     """
     timing = timing or Timing()
     axes = [sliders[n] for n in expr.names]
     shape = [s.count for s in axes]
-    def texts_under(env: dict[str, Any]) -> list[str]:
-        """The number's texts over its sliders under one scenario's env."""
+    def texts_under(env: dict[str, Any], only: int | None = None) -> list[str]:
+        """The number's texts over its sliders under one scenario's env (or its one text at the
+        `only`-th position, in C order over the sliders)."""
         scope = dict(env)
+        at = np.unravel_index(only, [s.count for s in axes]) if only is not None and axes else ()
         for i, s in enumerate(axes):
-            scope[s.name] = s.values().reshape([-1 if j == i else 1 for j in range(len(axes))])
+            scope[s.name] = (s.values()[at[i]] if only is not None else
+                             s.values().reshape([-1 if j == i else 1 for j in range(len(axes))]))
+        shape = [] if only is not None else [s.count for s in axes]
         try:
             with timing.in_models():
                 raw = evaluate(expr, scope)
@@ -391,25 +530,36 @@ def compute_number(item: Inline, number_id: str, expr: Expr, fmt: Format, slider
                               f"{' under scenario ' + env['__scenario__'] if len(envs) > 1 else ''}")
         return [fmt(v) for v in value.ravel().tolist()]
 
-    # Scenarios that agree on every field the evaluation read share its texts (controls.Watched);
-    # an env without `__fields__` (no scenario, or one not watched) is always evaluated. Texts are
-    # kept by the set of fields read (one or a few per number), then by those fields' values.
-    seen: dict[tuple[str, ...], dict[tuple, list[str]]] = {}
-    per_scenario = []
-    for env in envs:
-        fields = env.get("__fields__")
-        if fields is None:
-            per_scenario.append(texts_under(env))
-            continue
-        known = next((by_value[key] for read, by_value in seen.items()
-                      if (key := tuple(getattr(fields, f) for f in read)) in by_value), None)
-        if known is None:
-            with reading() as read:
-                known = texts_under(env)
-            read = tuple(sorted(read))
-            seen.setdefault(read, {})[tuple(getattr(fields, f) for f in read)] = known
-        per_scenario.append(known)
+    def texts_over(envs: list[dict[str, Any]]) -> list[list[str]]:
+        """The texts under each env. Scenarios that agree on every field the evaluation read share
+        its texts (controls.Watched); an env without `__fields__` (no scenario, or one not watched)
+        is always evaluated. Texts are kept by the set of fields read (one or a few per number),
+        then by those fields' values."""
+        seen: dict[tuple[str, ...], dict[tuple, list[str]]] = {}
+        out = []
+        for env in envs:
+            fields = env.get("__fields__")
+            if fields is None:
+                out.append(texts_under(env))
+                continue
+            known = next((by_value[key] for read, by_value in seen.items()
+                          if (key := tuple(getattr(fields, f) for f in read)) in by_value), None)
+            if known is None:
+                with reading() as read:
+                    known = texts_under(env)
+                read = tuple(sorted(read))
+                seen.setdefault(read, {})[tuple(getattr(fields, f) for f in read)] = known
+            out.append(known)
+        return out
+
+    per_scenario = texts_over(envs)
     default_index = int(np.ravel_multi_index([s.index_of(s.default) for s in axes], shape)) if axes else 0
+    if across is not None and expr.chooses_words and expr.calls:
+        per_scenario = check_across(item, path, per_scenario, envs, axes, texts_under, default_env, default_index,
+                                    marks, across)
+    elif marks != NO_MARKS and not (expr.chooses_words and expr.calls):
+        raise SourceError(path, item.line, f"'| {item.fmt.strip()}' marks a choice of words that calls the models; "
+                          f"{{{{ {item.expr} }}}} is not one")
     default = per_scenario[default_env][default_index]
     varies_by_scenario = any(t != per_scenario[0] for t in per_scenario[1:])
     deps = (["scenario"] if varies_by_scenario else []) + list(expr.names)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import functools
 import itertools
 import re
+
+import numpy as np
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
@@ -19,8 +21,8 @@ from .artifacts import FigureArtifacts, FigureRequest
 from ..sources.controls import FIELD, SCENARIO_FIELDS, Scenario, unfit_reason, Slider, Watched, check_scenario_value, default_scenario, expect_mapping, parse_scenario, parse_sliders
 from .figures import REGISTRY
 from .timing import Timing
-from .numbers import Expr, NumberResult, compute_number, find_inline, parse_expr, parse_format
-from .vocabulary import scenario_free, vocabulary
+from .numbers import Across, Expr, NumberResult, compute_number, find_inline, parse_expr, parse_format, parse_marks
+from .vocabulary import scenario_free, simulated, vocabulary
 from ..sources.markdown import CHECKED_FENCES, FENCE_NAME, Fence, scan_fences, split_front_matter  # noqa: F401
 
 FIGURE_KEYS = ("figure", "caption", "scenario", "sliders")
@@ -171,9 +173,10 @@ def _no_memory(identity: dict, make: Callable[[], NumberResult]) -> NumberResult
 def build_page(source: str, path: str, catalogue: Catalogue,
                make_figure: Callable[[FigureRequest], FigureArtifacts], budget_bytes: int,
                remember: Callable[[dict, Callable[[], NumberResult]], NumberResult] = _no_memory,
-               timing: Timing | None = None) -> PageBuild:
+               timing: Timing | None = None, assumed: Any = None) -> PageBuild:
     """Check and compute one page. `remember(identity, make)` may serve numbers from a cache;
-    `timing` counts the time its numbers spend in the models."""
+    `timing` counts the time its numbers spend in the models; with `assumed` (the module
+    `compute.assumptions`), every choice of words is checked across the assumed constants' ranges."""
     front, offset = split_front_matter(source)
     meta = load_yaml(front, path, 2) if front is not None else {}
     if front is not None and meta is not None and not isinstance(meta, dict):
@@ -205,36 +208,77 @@ def build_page(source: str, path: str, catalogue: Catalogue,
                               f"over the budget of {budget_bytes / 1000:.0f} KB; use fewer slider positions "
                               "or scenario choices")
 
+    def env_of(scenario: Scenario, cat: Catalogue) -> dict:
+        """The scenario's vocabulary, bound to the scenario resolved in `cat`."""
+        env = vocabulary(Watched.of(scenario.resolve(cat)), cat)
+        env["__scenario__"], env["__fields__"] = scenario.key, scenario
+        return env
+
+    grid = controls.grid()
+
     @functools.cache
     def envs() -> list[dict]:
         """Each scenario's bound vocabulary, made on the first number that is not cached."""
-        out = []
-        for scenario in controls.grid():
-            env = vocabulary(Watched.of(scenario.resolve(catalogue)), catalogue)
-            env["__scenario__"], env["__fields__"] = scenario.key, scenario
-            out.append(env)
-        return out
+        return [env_of(scenario, catalogue) for scenario in grid]
+
+    @functools.cache
+    def varied_env(key: str, t: float, s: int) -> tuple[Catalogue, dict]:
+        """The vocabulary of scenario `s` (-1: none) with assumption `key` at `t` of its range,
+        its terms' answers kept for every choice of words that asks the same (`_remembering`):
+        the choices of a page call the same few terms at the same points."""
+        cat, _ = assumed.ASSUMPTIONS[key].setting(catalogue, t)
+        env = vocabulary(None, cat) if s < 0 else env_of(grid[s], cat)
+        return cat, {k: _remembering(v) if callable(v) else v for k, v in env.items()}
     unscoped = vocabulary(None, catalogue)  # bound without a scenario: only scenario-free terms run
     functions = {k for k in unscoped if not k.startswith("__")}
-    default_env = controls.grid().index(controls.scenario)
+    default_env = grid.index(controls.scenario)
     named: set[str] = set()  # the sliders inline numbers name
     for item in find_inline(lines, inside):
         if item.key in page.numbers:
             continue
         expr: Expr = parse_expr(item.expr, functions, controls.sliders, path, item.line)
         named.update(expr.names)
-        fmt = parse_format(item.fmt, path, item.line)
+        fmt_text, marks = parse_marks(item.fmt, path, item.line, tuple(assumed.ASSUMPTIONS) if assumed else None)
+        fmt = parse_format(fmt_text, path, item.line)
         number_id = f"n{len(page.numbers)}"
-        # The terms it calls go with it: the cache key holds their code (site.SiteBuild._number_key).
+        # The terms it calls go with it: the cache key holds their code (site.SiteBuild._number_key),
+        # and a choice of words's holds the assumptions' too, since it is checked across them.
         identity = {"expr": item.expr, "fmt": item.fmt, "id": number_id, "controls": controls.identity(),
-                    "calls": sorted(expr.calls)}
+                    "calls": sorted(expr.calls), "chooses": expr.chooses_words}
         # A number whose terms all declare no scenario needs one evaluation, and is given none to read.
         free = scenario_free(expr.calls)
+
+        def varied(a, t: float, s: int, free: bool = free) -> tuple[dict, Any]:
+            return varied_env(a.key, t, -1 if free else s)[1], a.setting(catalogue, t)[1]
+        across = Across(assumed, varied, catalogue, tuple(simulated(expr.calls))) if assumed else None
         page.numbers[item.key] = remember(identity, lambda: compute_number(
             item, number_id, expr, fmt, controls.sliders, [unscoped] if free else envs(), path,
-            0 if free else default_env, timing))
+            0 if free else default_env, timing, marks, across))
     check_sliders_used(page, named)
     return page
+
+
+def _remembering(fn: Callable) -> Callable:
+    """`fn`, answering a call it has answered before from memory: for terms, which are pure
+    functions of what they are given (vocabulary/registry.py). Arguments that cannot be told
+    apart by value are not remembered."""
+    memory: dict = {}
+
+    def key(v: Any):
+        if isinstance(v, np.ndarray):
+            return ("array", v.shape, v.dtype.str, v.tobytes())
+        hash(v)
+        return v
+
+    def call(*args, **kwargs):
+        try:
+            k = (tuple(key(a) for a in args), tuple(sorted((n, key(v)) for n, v in kwargs.items())))
+        except TypeError:
+            return fn(*args, **kwargs)
+        if k not in memory:
+            memory[k] = fn(*args, **kwargs)
+        return memory[k]
+    return call
 
 
 def check_sliders_used(page: PageBuild, named: set[str]) -> None:

@@ -167,8 +167,9 @@ def layers(base: alt.Chart, x: alt.X, y: Callable[[str], alt.Y], y_column: str, 
         x=x, y=y(y_column),
         size=alt.Size("split:N", scale=alt.Scale(domain=domain, range=[220, 70]), legend=None),
         shape=alt.Shape("split:N", scale=alt.Scale(domain=domain, range=["circle", "square"]), legend=None),
-        fill=alt.condition(f"datum.split == '{SPLITS['held-out']}' && datum.band == '{INSIDE[True]}'",
-                           alt.value(colour("fg")), alt.value("transparent")),
+        fill=alt.value(colour("fg")),
+        fillOpacity=alt.condition(f"datum.split == '{SPLITS['held-out']}' && datum.band == '{INSIDE[True]}'",
+                                  alt.value(1), alt.value(0)),
         tooltip=tooltip(value_title, fmt)))
     out.append(measured.transform_window(rank="row_number()").transform_filter("datum.rank == 1")
                .transform_calculate(key=f"'{KEY}'").mark_text(align="left", baseline="top", color=colour("fg"))

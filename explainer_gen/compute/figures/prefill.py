@@ -111,8 +111,9 @@ class PrefillVsDecode(FigureKind):
         estimate = base.transform_filter("datum.what == 'estimate'")
         # The bands in the phases' colours (the category range's first two, as `phase` draws them),
         # set as values so that their faint fill stays out of the legend's symbols.
-        shaded = [estimate.transform_filter(f"datum.phase == '{p}'").mark_area(opacity=0.16, color=colour(role))
-                  .encode(x=x, y=on_y("low"), y2="high:Q") for p, role in zip(PHASES, ("series-1", "series-2"))]
+        shaded = [estimate.transform_filter(f"datum.phase == '{p}'").mark_area(opacity=0.16, color=c)
+                  .encode(x=x, y=on_y("low"), y2="high:Q")
+                  for p, c in zip(PHASES, (colour("series-1"), colour("series-2")))]
         dotted = estimate.mark_line(strokeWidth=1.5, strokeDash=[1, 3]).encode(x=x, y=y, color=phase)
         named = estimate.transform_filter(f"datum.phase == 'prefill' && datum.tokens == {LABELLED}")
         # Where the prefill lines slope down: the estimate's name above its band, ending to the right

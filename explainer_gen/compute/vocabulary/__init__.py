@@ -22,13 +22,18 @@ TOPICS = (scenario.topic, roofline.topic, speculative.topic, batching.topic, kv.
           realistic.topic, measured.topic, sampler.topic, serving.topic, trees.topic, arithmetic.topic)
 REGISTRY = Registry(*TOPICS)
 
-__all__ = ["DEPENDENCIES", "REGISTRY", "Registry", "Term", "TermError", "Topic", "scenario_free", "vocabulary"]
+__all__ = ["DEPENDENCIES", "REGISTRY", "Registry", "Term", "TermError", "Topic", "scenario_free", "simulated", "vocabulary"]
 
 
 def vocabulary(r: Resolved | None, catalogue: Catalogue) -> dict[str, Callable]:
     """Name -> function for inline numbers under scenario `r`; with None, only the terms that
     read no scenario run (the others raise)."""
     return REGISTRY.bind(r, catalogue)
+
+
+def simulated(names: Iterable[str]) -> list[str]:
+    """Those of `names` that run a simulation (a term declared `simulated`)."""
+    return REGISTRY.simulated(names)
 
 
 def scenario_free(names: Iterable[str]) -> bool:

@@ -9,14 +9,14 @@ from .registry import Topic
 topic = Topic("batching")
 
 
-@topic.term(depends=("scenario",))
+@topic.term(depends=("scenario",), simulated=True)
 def static_tps(scenario: Resolved, batch, spread):
     """Tokens per second of the static scheduler at `batch` slots and output-length `spread`."""
     return batching.tokens_per_s("static", batch, spread, scenario.acc, scenario.target, scenario.cards,
                                scenario.context, precision=scenario.precision)
 
 
-@topic.term(depends=("scenario",))
+@topic.term(depends=("scenario",), simulated=True)
 def continuous_tps(scenario: Resolved, batch, spread):
     """Tokens per second of the continuous (iteration-level) scheduler."""
     return batching.tokens_per_s("continuous", batch, spread, scenario.acc, scenario.target, scenario.cards,

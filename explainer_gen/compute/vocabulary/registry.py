@@ -66,6 +66,9 @@ class Term:
     fn: Callable
     depends: tuple[str, ...]   # a subsequence of DEPENDENCIES
     topic: str                 # the module that defines it
+    # Whether it runs a simulation: a choice of words calling it is not rerun across the assumed
+    # constants' ranges (compute/assumptions.py), which would rerun the simulation at every point.
+    simulated: bool = False
 
     @property
     def scenario_free(self) -> bool:
@@ -129,23 +132,25 @@ class Topic:
         self.name = name
         self.terms: dict[str, Term] = {}
 
-    def term(self, name: str | None = None, *, depends: Iterable[str]) -> Callable[[Callable], Callable]:
+    def term(self, name: str | None = None, *, depends: Iterable[str],
+             simulated: bool = False) -> Callable[[Callable], Callable]:
         """Register the decorated function as a term, under `name` or its qualified name.
 
-        `depends` has no default: every term says what it reads (see the module's docstring)."""
+        `depends` has no default: every term says what it reads (see the module's docstring);
+        `simulated`, that it runs a simulation (see `Term`)."""
         if callable(name):
             raise TypeError("write @topic.term(depends=...) or @topic.term('name', depends=...): "
                             "every term declares what it reads")
 
         def register(fn: Callable) -> Callable:
-            self.add(name or fn.__qualname__.rpartition("<locals>.")[2], fn, depends=depends)
+            self.add(name or fn.__qualname__.rpartition("<locals>.")[2], fn, depends=depends, simulated=simulated)
             return fn
         return register
 
-    def add(self, name: str, fn: Callable, *, depends: Iterable[str]) -> None:
+    def add(self, name: str, fn: Callable, *, depends: Iterable[str], simulated: bool = False) -> None:
         if isinstance(depends, str):  # depends="scenario": a string is not a tuple of names
             depends = (depends,)
-        term = Term(name, fn, tuple(depends), self.name)
+        term = Term(name, fn, tuple(depends), self.name, simulated)
         check(term)
         if name in self.terms:
             path, line = _where(fn)
@@ -169,6 +174,10 @@ class Registry:
     def bind(self, scenario: Any, catalogue: Any) -> dict[str, Callable]:
         """Name -> function for inline numbers under `scenario` (None: scenario-free terms only run)."""
         return {name: term.bind(scenario, catalogue) for name, term in self.terms.items()}
+
+    def simulated(self, names: Iterable[str]) -> list[str]:
+        """Those of `names` that run a simulation."""
+        return sorted(n for n in names if self.terms[n].simulated)
 
     def scenario_free(self, names: Iterable[str]) -> bool:
         """Whether an expression calling `names` reads no scenario: none of them declares one."""

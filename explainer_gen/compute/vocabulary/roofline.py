@@ -99,6 +99,15 @@ def allreduce_us(scenario: Resolved) -> float:
 
 
 @topic.term(depends=("scenario",))
+def allreduce_range_us(scenario: Resolved, end: str = "low") -> float:
+    """An end ("low" or "high") of the range the catalogue declares that cost may lie in,
+    microseconds: what the libraries measured, and what every choice of words is checked across."""
+    if end not in ("low", "high"):
+        raise ValueError(f"allreduce_range_us takes 'low' or 'high', not {end!r}")
+    return scenario.acc.allreduce_range_us[0 if end == "low" else 1]
+
+
+@topic.term(depends=("scenario",))
 def peer_gbps(scenario: Resolved) -> float:
     """The rate one card of the scenario sends to the other cards of its group, GB/s one way: all
     its links behind a switch, the links to its group's cards on a full mesh."""

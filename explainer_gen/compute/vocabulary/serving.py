@@ -31,32 +31,32 @@ def _stat(scenario: Resolved, field: str, scheduler, rate, chunk, prefix):
                  scheduler, rate, chunk, prefix)
 
 
-@topic.term(depends=("scenario",))
+@topic.term(depends=("scenario",), simulated=True)
 def serve_ttft(scenario: Resolved, scheduler, rate, chunk=CHUNK.default, prefix=PREFIX.default, stat="p99"):
     """Time to first token at `rate`: its "median" or "p99" over the run's requests."""
     return _stat(scenario, f"ttft_{stat}", scheduler, rate, chunk, prefix)
 
 
-@topic.term(depends=("scenario",))
+@topic.term(depends=("scenario",), simulated=True)
 def serve_tpot(scenario: Resolved, scheduler, rate, chunk=CHUNK.default, prefix=PREFIX.default, stat="p99"):
     """Time per output token after the first at `rate`, "median" or "p99"."""
     return _stat(scenario, f"tpot_{stat}", scheduler, rate, chunk, prefix)
 
 
-@topic.term(depends=("scenario",))
+@topic.term(depends=("scenario",), simulated=True)
 def serve_tbt(scenario: Resolved, scheduler, rate, chunk=CHUNK.default, prefix=PREFIX.default, stat="p99"):
     """Time between tokens at `rate`, over every gap between two consecutive tokens of any request:
     its "median" or "p99"."""
     return _stat(scenario, f"tbt_{stat}", scheduler, rate, chunk, prefix)
 
 
-@topic.term(depends=("scenario",))
+@topic.term(depends=("scenario",), simulated=True)
 def serve_goodput(scenario: Resolved, scheduler, rate, chunk=CHUNK.default, prefix=PREFIX.default):
     """Requests per second that meet both latency objectives at `rate`."""
     return _stat(scenario, "goodput", scheduler, rate, chunk, prefix)
 
 
-@topic.term(depends=("scenario",))
+@topic.term(depends=("scenario",), simulated=True)
 def serve_capacity(scenario: Resolved, scheduler, chunk=CHUNK.default, prefix=PREFIX.default, metric="tpot"):
     """The highest arrival rate of a steady stream (runs of models.serving.LONG_REQUESTS requests) at
     which the first token's p99 and `metric`'s p99 ("tpot", the default, or "tbt") meet their
@@ -66,7 +66,7 @@ def serve_capacity(scenario: Resolved, scheduler, chunk=CHUNK.default, prefix=PR
                                                             metric=m), scheduler, chunk, prefix, metric)
 
 
-@topic.term(depends=("scenario",))
+@topic.term(depends=("scenario",), simulated=True)
 def serve_short_capacity(scenario: Resolved, scheduler, chunk=CHUNK.default, prefix=PREFIX.default, metric="tpot"):
     """The capacity the figures' runs of models.serving.N_REQUESTS requests show at the rates they
     draw (a short run's figure, cut to `serve_bound` where it would pass it: models.serving.short_capacity)."""
@@ -82,7 +82,7 @@ def serve_bound(scenario: Resolved, scheduler, chunk=CHUNK.default, prefix=PREFI
                                                           scenario.cards, scenario.precision), scheduler, chunk, prefix)
 
 
-@topic.term(depends=("scenario",))
+@topic.term(depends=("scenario",), simulated=True)
 def serve_capacity_error(scenario: Resolved, scheduler, chunk=CHUNK.default, prefix=PREFIX.default):
     """Relative standard deviation of `serve_short_capacity` between draws of the traffic."""
     return _each(lambda s, c, p: serving.capacity_spread(s, serving.CAPACITY_RATES, int(c), float(p), scenario.acc,
@@ -111,7 +111,7 @@ def serve_long_requests() -> int:
     return serving.LONG_REQUESTS
 
 
-@topic.term(depends=("scenario",))
+@topic.term(depends=("scenario",), simulated=True)
 def serve_error(scenario: Resolved, scheduler, rate, chunk=CHUNK.default, prefix=PREFIX.default, field="ttft_p99"):
     """Relative standard deviation of a run's `field` (a models.serving.Summary field) between
     draws of the traffic: the statistical error of one run."""
@@ -120,7 +120,7 @@ def serve_error(scenario: Resolved, scheduler, rate, chunk=CHUNK.default, prefix
                  scheduler, rate, chunk, prefix, field)
 
 
-@topic.term(depends=("scenario",))
+@topic.term(depends=("scenario",), simulated=True)
 def serve_peak(scenario: Resolved, which, scheduler, rate, chunk=CHUNK.default, prefix=PREFIX.default):
     """Over one run: "memory", the most KV cache promised at once as a share of what fits, or
     "running", the most requests admitted at once."""
