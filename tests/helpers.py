@@ -17,6 +17,8 @@ import threading
 import traceback
 from pathlib import Path
 
+import numpy as np
+
 REPO = Path(__file__).resolve().parents[1]
 MKDOCS = [sys.executable, "-m", "mkdocs"]
 DEBIAN_CHROMIUM = "/usr/bin/chromium"
@@ -375,3 +377,21 @@ if __name__ == "__main__":
         sys.exit(0)
     print(problem + "\n" + INSTALL_CHROMIUM, file=sys.stderr)
     sys.exit(1 if CHROMIUM_SOURCE == "Playwright's own Chromium" else 2)
+
+
+def page_html(site: Path, name: str) -> str:
+    return (site / "explainers" / name / "index.html").read_text()
+
+
+def figure(site: Path, name: str, anchor: str) -> tuple[str, dict, Path]:
+    """An explainer page's HTML, the JSON of one of its figures (by anchor), and that JSON's path."""
+    html = page_html(site, name)
+    m = re.search(rf'<figure class="eg-figure" id="{anchor}"[^>]*data-eg-figure="([^"]+)"', html)
+    assert m, f"{anchor} missing from {name}"
+    path = (site / "explainers" / name / m.group(1)).resolve()
+    return html, json.loads(path.read_text()), path
+
+
+def cols_of(payload: dict) -> dict[str, np.ndarray]:
+    """A figure JSON's default-scenario columns as arrays."""
+    return {k: np.array(v) for k, v in payload["data"].items()}

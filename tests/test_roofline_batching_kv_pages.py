@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import yaml
 
-from helpers import REPO, article, numbers_in
+from helpers import REPO, article, cols_of, figure, numbers_in, page_html
 from models import batching, kvcache, prefill, roofline, speculative
 from models.precision import Precision
 
@@ -44,20 +44,6 @@ def show(value, spec: str, unit: str = "") -> str:
 
 
 
-def page_html(site: Path, name: str) -> str:
-    return (site / "explainers" / name / "index.html").read_text()
-
-
-def figure(site: Path, name: str, anchor: str) -> tuple[str, dict, Path]:
-    html = page_html(site, name)
-    m = re.search(rf'<figure class="eg-figure" id="{anchor}"[^>]*data-eg-figure="([^"]+)"', html)
-    assert m, f"{anchor} missing from {name}"
-    path = (site / "explainers" / name / m.group(1)).resolve()
-    return html, json.loads(path.read_text()), path
-
-
-def cols_of(payload: dict) -> dict[str, np.ndarray]:
-    return {k: np.array(v) for k, v in payload["data"].items()}
 
 
 # -- every figure: SVG, table, CSV, budget -------------------------------------------------------
