@@ -172,6 +172,7 @@ CARD = """accelerators:
     link_source: a datasheet
     allreduce_us: 10
     allreduce_source: an assumption
+    allreduce_range_us: [6, 23]
 """
 # 2 layers, hidden 64, vocabulary 100, untied: tables of 2 x 100 x 64 = 12,800, blocks of 76,800,
 # just what 2 layers of 4 experts of 3 x 64 x 50 hold.

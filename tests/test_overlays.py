@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import html as markup
 import io
+import json
 import re
 
 import pytest
@@ -32,7 +33,22 @@ OVERLAID = {
     ("serving", "fig-serve-ttft"): (("h100-sxm", 4, "llama-3-70b", "bf16", "bf16"), ("serving-ttft",), "ms"),
     ("serving", "fig-serve-tpot"): (("h100-sxm", 4, "llama-3-70b", "bf16", "bf16"), ("serving-itl",), "ms"),
 }
-BARE = [("roofline", "fig-prefill-vs-decode"), ("batching", "fig-batch-throughput"), ("serving", "fig-serve-tbt")]
+# The same kinds on the pages' own setups, which no measurement shares (the serving page's time
+# between tokens draws no published quantity at all).
+BARE = [("roofline", "fig-prefill-vs-decode"), ("batching", "fig-batch-throughput")]
+
+
+def at_x(m: estimate.Measurement) -> float:
+    """Where the figure places it: a first token at its prompt's length, a decode at the length of
+    the cache it reads, a throughput at the largest batch of its requests that fits, a served
+    latency at its arrival rate."""
+    if m.quantity == "prefill":
+        return m.args["tokens"]
+    if m.quantity == "decode":
+        return m.args["context"]
+    if m.quantity == "throughput":
+        return m.setup.max_batch(m.args["input"], m.args["output"])
+    return m.args["rate"]
 
 
 def in_units(m: estimate.Measurement) -> float:
@@ -70,8 +86,10 @@ def test_a_figure_draws_the_measurements_of_its_own_setup(site, page, anchor):
     cols = cols_of(payload)
     rows = cols["what"] == "measured"
     assert sorted(cols["measurement"][rows]) == sorted(want)
+    x = {"roofline": "tokens", "batching": "batch", "serving": "rate"}[page]
     for i in map(int, rows.nonzero()[0]):
         m = want[cols["measurement"][i]]
+        assert cols[x][i] == pytest.approx(at_x(m), rel=1e-3)
         assert cols[y][i] == pytest.approx(in_units(m), rel=1e-3)
         # Its estimate against its value, unit-free: the figure's own arithmetic of units cancels.
         assert cols["estimate"][i] / cols[y][i] == pytest.approx(m.price(FIT.eff) / m.value, rel=2e-3)
@@ -98,6 +116,33 @@ def test_a_figure_draws_the_measurements_of_its_own_setup(site, page, anchor):
     assert sorted(named) == sorted(want)
     for key, r in named.items():
         assert r["engine"] == want[key].raw["engine"] and r["measured setup"] and r["source"]
+
+
+CURVES = {("roofline", "fig-prefill-vs-decode-2"): ("ms", "latency"), ("batching", "fig-batch-throughput-2"): ("tps", "throughput")}
+
+
+@pytest.mark.parametrize("page, anchor", list(CURVES), ids=lambda x: x)
+def test_where_the_curve_is_the_measured_quantity_the_estimate_is_drawn_with_its_band(site, page, anchor):
+    """Each point of the estimate's curve lies above the floor's at the same x (or, for a
+    throughput, below it), and its band is the fit's band around it."""
+    y, kind = CURVES[(page, anchor)]
+    cols = cols_of(figure(site, page, anchor)[1])
+    est = cols["what"] == "estimate"
+    assert est.sum() > 10
+    low, high = FIT.band[kind]
+    assert cols["low"][est] == pytest.approx(cols[y][est] * min(low, 1.0), rel=2e-3)
+    assert cols["high"][est] == pytest.approx(cols[y][est] * max(high, 1.0), rel=2e-3)
+    slower = cols[y][est] > cols["floor"][est] if kind == "latency" else cols[y][est] < cols["floor"][est]
+    assert slower.all(), "the estimate is never better than the floor"
+
+
+def test_another_setting_of_the_same_figure_draws_none(site):
+    """The serving page's switch to the H200: a setup no measurement was taken on."""
+    html, payload, path = figure(site, "serving", "fig-serve-ttft")
+    [(key, name)] = payload["variants"].items()
+    assert key.startswith("h200.")
+    other = json.loads((path.parent / name).read_text())[key]
+    assert "measured" not in other["what"] and "measured" in payload["data"]["what"]
 
 
 @pytest.mark.parametrize("page, anchor", BARE, ids=lambda x: x)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from explainer_gen.sources.controls import Slider
-from explainer_gen.compute.numbers import (Inline, SourceError, compute_number, find_inline, parse_expr, parse_format,
+from explainer_gen.compute.numbers import (Inline, SourceError, compute_number, find_inline, parse_expr, parse_format, parse_marks,
                                    plural, split_body)
 from explainer_gen.compute.pages import scan_fences, split_front_matter
 from helpers import REPO, article
@@ -262,7 +262,7 @@ def declared_nouns(name: str) -> set[tuple[str, str]]:
     _, inside = scan_fences(lines)
     nouns = set()
     for item in find_inline(lines, inside | set(range(offset))):
-        fmt = parse_format(item.fmt, name, item.line)
+        fmt = parse_format(parse_marks(item.fmt, name, item.line, None)[0], name, item.line)
         if fmt.one:
             nouns.add((fmt.one, fmt.many))
     return nouns

@@ -8,7 +8,8 @@ range is declared, and how to set it anywhere in that range:
 - `allreduce`: the fixed latency of a small all-reduce, declared per card in the catalogue
   (`allreduce_us` and `allreduce_range_us`, from the libraries' measurements);
 - `estimate`: the fitted estimate's times, which the measurements put within a band of the truth
-  (`estimate.Fitted.band`, for latencies); a point of the band scales every estimated time
+  (`estimate.Fitted.band`, for latencies and, turned into times, for throughputs: `band_edges`);
+  a point of the band scales every estimated time
   (`estimate.across_band`), so a claim resting on an estimate's absolute size is moved by it,
   and one resting on a ratio of two estimates is not.
 
@@ -73,18 +74,22 @@ def _allreduce_assumed(catalogue: Catalogue, accelerator: str | None) -> float:
     return (card.allreduce_us - low) / (high - low) if high > low else 0.0
 
 
-def _edges() -> tuple[float, float]:
-    low, high = estimate.fitted().band["latency"]
-    return min(low, 1.0), max(high, 1.0)  # the band never excludes the estimate itself
+def band_edges() -> tuple[float, float]:
+    """The factors on the estimate's times that its bands allow: the latency band as it stands,
+    and the throughput band turned into times (a throughput 1.06 times the estimate is a time 1/1.06
+    of it), whichever reaches further; never excluding the estimate itself."""
+    fitted = estimate.fitted()
+    (lat_low, lat_high), (tp_low, tp_high) = fitted.band["latency"], fitted.band["throughput"]
+    return min(lat_low, 1.0 / tp_high, 1.0), max(lat_high, 1.0 / tp_low, 1.0)
 
 
 def _band(t: float) -> float:
-    low, high = _edges()
+    low, high = band_edges()
     return low + t * (high - low)
 
 
 def _band_assumed() -> float:
-    low, high = _edges()
+    low, high = band_edges()
     return (1.0 - low) / (high - low) if high > low else 0.0
 
 
@@ -92,7 +97,8 @@ ASSUMPTIONS: dict[str, Assumption] = {a.key: a for a in (
     Assumption("allreduce", "the all-reduce latency", "models/catalogue.yaml, each card's allreduce_range_us", "µs",
                lambda catalogue, t: (with_allreduce_at(catalogue, t), contextlib.nullcontext()),
                _allreduce_value, _allreduce_assumed),
-    Assumption("estimate", "the estimate's times", "the estimate's band for latencies (models/estimate.py)", "×",
+    Assumption("estimate", "the factor on the estimate's times",
+               "the estimate's bands, for latencies and for throughputs (models/estimate.py)", "×",
                lambda catalogue, t: (catalogue, estimate.across_band(_band(t))),
                lambda catalogue, accelerator, t: _band(t), lambda catalogue, accelerator: _band_assumed()),
 )}

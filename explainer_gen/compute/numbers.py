@@ -411,10 +411,9 @@ def check_across(item: Inline, path: str, texts: list[list[str]], envs: list[dic
         runs = {t: {k: w for s in range(len(envs)) for k, w in one(a, t, s).items()} for t in rules.POINTS}
         changed = [k for k in runs[rules.POINTS[0]] if len({runs[t][k] for t in rules.POINTS}) > 1]
         if not changed:
-            if a.key in marks.assumes:
-                raise SourceError(path, item.line, f"inline choice {{{{ {item.expr} }}}} is marked '| assumes "
-                                  f"{a.key}', but its words stay the same across {a.what}'s assumed range "
-                                  f"({a.declared}): drop the mark")
+            # A mark where the words hold across the range here is kept, and says nothing: the
+            # words may change in another setting (another default scenario, say) or at positions
+            # the check does not evaluate.
             continue
         if a.key not in marks.assumes:
             s, i = changed[0]
