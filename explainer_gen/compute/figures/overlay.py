@@ -146,10 +146,11 @@ def tooltip(value_title: str, fmt: str) -> list:
 
 
 def layers(base: alt.Chart, x: alt.X, y: Callable[[str], alt.Y], y_column: str, value_title: str, fmt: str,
-           bars: bool) -> list:
+           bars: bool, key_at: str = "bottom") -> list:
     """The measured points (a circle for a training measurement, a square for a held-out one,
     hollow when outside its band) and, with `bars`, each one's own estimate as a tick on a bar
-    spanning its band."""
+    spanning its band; their key along the plot's `key_at` edge ("top" or "bottom"), where the
+    kind leaves room."""
     measured = base.transform_filter("datum.what == 'measured'").transform_calculate(value=f"datum.{y_column}")
     out = []
     if bars:
@@ -160,7 +161,7 @@ def layers(base: alt.Chart, x: alt.X, y: Callable[[str], alt.Y], y_column: str, 
     # A training measurement is inside its band by construction (the band spans them), so it is a
     # large ring; a held-out one is a smaller square, filled when it lies inside its band. A
     # held-out run measured where a training run was (an older engine's, say) shows inside its ring.
-    # The key is a line of text in the plot's top left corner, drawn from the first measured row, so
+    # The key is a line of text in a left corner of the plot, drawn from the first measured row, so
     # a figure of a setup without measurements shows neither points nor key (a legend would stay).
     domain = list(SPLITS.values())
     out.append(measured.mark_point(strokeWidth=2, color=colour("fg"), opacity=1).encode(
@@ -172,8 +173,10 @@ def layers(base: alt.Chart, x: alt.X, y: Callable[[str], alt.Y], y_column: str, 
                                   alt.value(1), alt.value(0)),
         tooltip=tooltip(value_title, fmt)))
     out.append(measured.transform_window(rank="row_number()").transform_filter("datum.rank == 1")
-               .transform_calculate(key=f"'{KEY}'").mark_text(align="left", baseline="top", color=colour("fg"))
-               .encode(x=alt.value(6), y=alt.value(6), text="key:N"))
+               .transform_calculate(key=f"'{KEY}'")
+               .mark_text(align="left", baseline="bottom" if key_at == "bottom" else "top", color=colour("fg"))
+               .encode(x=alt.value(6), y=alt.value(alt.ExprRef(expr="height - 4")) if key_at == "bottom" else alt.value(4),
+                       text="key:N"))
     return out
 
 

@@ -135,7 +135,8 @@ class _Latency(FigureKind):
             x=alt.datum(0.3), y="ms:Q", text="label:N")
         # Published means of this setup (overlay), each with its own estimate, for its own traffic, as
         # a bar over its band: the lines are the page's traffic with every pass at its floor.
-        points = overlay.layers(base, _rate_axis(), on_y, "ms", "ms", ",.1f", bars=True)
+        # Its key along the top, which the curves reach only at the highest rates, far right.
+        points = overlay.layers(base, _rate_axis(), on_y, "ms", "ms", ",.1f", bars=True, key_at="top")
         return alt.layer(rule, text, lines, *points).add_params(*slider_params(sliders)).properties(height=320)
 
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
