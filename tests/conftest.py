@@ -311,8 +311,16 @@ class PageWatch:
         page.on("requestfinished", lambda r: self._pending.discard(r))
         page.on("request", self._request)
         self.allowed_host = allowed_host
+        self._page = page
 
     def _request(self, r):
+        if r.is_navigation_request() and r.frame == self._page.main_frame:
+            # The page is being left for another address: what it still has in flight (a search
+            # worker fetched late, say) belongs to it, and the navigation cancels it, which is no
+            # failure. `leave` does the same when a test says it leaves; this sees every navigation,
+            # including one that starts a request after `leave` and before the next address.
+            self._left |= self._pending
+            self._pending = set()
         self._pending.add(r)
         if r.url.split("/")[2] != self.allowed_host and not r.url.startswith("data:"):
             self.foreign.append(r.url)
