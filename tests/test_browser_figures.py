@@ -1,35 +1,46 @@
-"""The roofline, batching, KV-cache, serving and draft-trees pages in Debian's Chromium: every figure draws, and each
-slider, moved with the keyboard, changes what its figure draws. One page load checks all of a page's figures and sliders."""
+"""Every explainer page with figures, in Debian's Chromium (the speculative-decoding page's controls
+are walked in test_reader): every figure draws, and each slider, moved with the keyboard, changes
+what its figure draws. One page load checks all of a page's figures and sliders."""
 from __future__ import annotations
+
+import html
+import re
 
 import numpy as np
 import pytest
 
-from helpers import wait_for_figures
+from helpers import REPO, wait_for_figures
 from test_pictures import screenshot_rgb
 
 pytestmark = pytest.mark.hosts()  # on both hosts' builds (tests/conftest.py)
 
-# page -> (figure anchor, slider labels that figure binds); a figure without sliders must still draw.
-FIGURES = {
-    "explainers/roofline/": [("fig-roofline", ["Prompt length (tokens)", "Decode batch (requests)"]),
-                             ("fig-step-time", ["Prompt length (tokens)", "Decode batch (requests)"]),
-                             ("fig-prefill-vs-decode", ["Prompt length (tokens)"]),
-                             ("fig-prefill-vs-decode-2", ["Prompt length (tokens)"])],
-    "explainers/batching/": [("fig-batch-schedule", ["Batch size (slots)", "Spread of output lengths"]),
-                             ("fig-batch-throughput", []), ("fig-batch-throughput-2", [])],
-    "explainers/kv-cache/": [("fig-kv-slots", [])],  # it follows the switch's cards and context
-    "explainers/serving/": [
-        ("fig-serve-goodput", ["Chunk size (positions per pass)", "Share of each prompt already cached"]),
-        ("fig-serve-timeline", ["Arrival rate (requests per second)", "Chunk size (positions per pass)",
-                                "Share of each prompt already cached"]),
-        ("fig-serve-ttft", ["Chunk size (positions per pass)", "Share of each prompt already cached"]),
-        ("fig-serve-tpot", ["Chunk size (positions per pass)", "Share of each prompt already cached"]),
-        ("fig-serve-tbt", ["Chunk size (positions per pass)", "Share of each prompt already cached"])],
-    "explainers/draft-trees/": [("fig-tree-yield", ["Acceptance rate"]), ("fig-tree-speedup", ["Acceptance rate"]),
-                                ("fig-draft-speedup", ["Acceptance rate", "Lookahead"]),
-                                ("fig-moe-verify", ["Acceptance rate", "Lookahead"])],
-}
+# Every explainer page with a figure, found in the sources (an `explainer` fence); what each
+# page's figures are and which sliders each binds is read from the built page itself, so a new
+# figure or page is walked without a list to keep. The speculative-decoding page's controls are
+# walked by tests/test_reader.py (its keyboard test moves every one of them), so it is left out here.
+ELSEWHERE = {"explainers/speculative-decoding/"}
+PAGES = [f"explainers/{p.stem}/" for p in sorted((REPO / "docs" / "explainers").glob("*.md"))
+         if "```explainer" in p.read_text(encoding="utf-8")
+         and f"explainers/{p.stem}/" not in ELSEWHERE]
+
+
+def fences(path: str) -> int:
+    """How many figures the page's source asks for."""
+    return (REPO / "docs" / (path.rstrip("/") + ".md")).read_text(encoding="utf-8").count("```explainer")
+
+
+def figures_of(site, path: str) -> list[tuple[str, list[str]]]:
+    """(anchor, slider labels) of each figure of the built page, in page order."""
+    page = (site / path / "index.html").read_text(encoding="utf-8")
+    out = []
+    for m in re.finditer(r'<figure class="eg-figure" id="([^"]+)"', page):
+        block = page[m.start():page.index("</figure>", m.start())]
+        controls = block[block.index('class="eg-controls"'):] if 'class="eg-controls"' in block else ""
+        labels = [html.unescape(t) for t in re.findall(r"<label for=\"[^\"]+\">([^<]+)</label>", controls)]
+        assert len(labels) == controls.count('type="range"'), f"{m.group(1)}: a slider whose label was not read"
+        out.append((m.group(1), labels))
+    return out
+
 
 # What a live figure draws, read from Vega's scenegraph, which its renderer (a canvas, or SVG)
 # paints item by item: for every item of every mark, its geometry, path, text and paint. Empty
@@ -92,9 +103,10 @@ def ink(page, anchor: str) -> int:
     return int((np.abs(img - bg).max(axis=2) > 64).sum())
 
 
-def open_page(page, base_url, path):
+def open_page(page, base_url, path, figures):
     page.goto(base_url + path)
-    assert wait_for_figures(page) == len(FIGURES[path])
+    assert len(figures) == fences(path), "every fence of the page's source is a figure on the built page"
+    assert wait_for_figures(page) == len(figures)
 
 
 def move_and_see(page, anchor: str, label: str) -> str:
@@ -123,19 +135,27 @@ def move_and_see(page, anchor: str, label: str) -> str:
 BACK = {"ArrowRight": "ArrowLeft", "ArrowLeft": "ArrowRight"}
 
 
-@pytest.mark.parametrize("path", list(FIGURES))
-def test_every_figure_draws_and_each_slider_changes_the_drawing(page, base_url, path):
+def test_the_walk_covers_the_pages_with_figures():
+    """The pages found in the sources are the explainers with figures, those of the earlier hand-kept
+    list among them, so that a mistake in finding them cannot quietly walk none."""
+    assert {"explainers/roofline/", "explainers/batching/", "explainers/kv-cache/", "explainers/serving/",
+            "explainers/draft-trees/"} <= set(PAGES)
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_every_figure_draws_and_each_slider_changes_the_drawing(site, page, base_url, path):
     """One load of the page: every figure draws (data marks, a drawing, ink on screen); then each
     slider a figure binds, moved one step with the keyboard, changes what that figure draws, and
     the step back returns the figure to the drawing of the page as loaded, so each slider is
     tried from the page's default state, as a fresh load would."""
-    open_page(page, base_url, path)
-    for anchor, _ in FIGURES[path]:
+    figures = figures_of(site, path)
+    open_page(page, base_url, path, figures)
+    for anchor, _ in figures:
         assert page.evaluate(DATA_ITEMS, anchor) > 0, anchor
         assert page.evaluate(DRAWING, anchor)
         # ... and the view displays it: its pixels carry ink, not just the page behind.
         assert ink(page, anchor) > 500, anchor
-    for anchor, labels in FIGURES[path]:
+    for anchor, labels in figures:
         default = page.evaluate(ITEMS, anchor)
         for label in labels:
             key = move_and_see(page, anchor, label)
