@@ -84,9 +84,6 @@ class Memory:
     def drop(self, namespace: str, key: str) -> None:
         self._items.pop((namespace, key), None)
 
-    def clear(self) -> None:
-        self._items.clear()
-
     @property
     def empty(self) -> bool:
         return not self._items

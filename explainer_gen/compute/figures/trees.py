@@ -33,10 +33,6 @@ def _branches_dash() -> alt.StrokeDash:
                           legend=None)
 
 
-def _shape(b: float) -> str:
-    return "a chain" if b == 1 else f"{b:g} branches"
-
-
 @register
 class TreeYield(FigureKind):
     name = "tree-yield"

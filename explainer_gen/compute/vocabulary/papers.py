@@ -41,12 +41,6 @@ def walltime(a, k, c=0.0):
     return papers.walltime_improvement(a, k, c)
 
 
-@topic.term(depends=())
-def ops_increase(a, k, c_ops=0.0):
-    """Leviathan et al.'s Theorem 3.11: expected increase in arithmetic operations."""
-    return papers.ops_increase(a, k, c_ops)
-
-
 def _leviathan(row) -> papers.LeviathanRow:
     rows = papers.leviathan_table1()
     if not 0 <= int(row) < len(rows):

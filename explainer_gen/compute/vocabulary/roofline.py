@@ -10,7 +10,6 @@ import numpy as np
 from models.catalogue import Catalogue
 from models.precision import WEIGHT_FORMATS
 from models import roofline
-from models.roofline import ALLREDUCES_PER_LAYER
 
 from ...sources.controls import Resolved
 from .registry import Topic
@@ -78,12 +77,6 @@ def tps(scenario: Resolved, batch=1, context=None):
 def context(scenario: Resolved) -> float:
     """Tokens each request holds in its KV cache, the scenario's context."""
     return float(scenario.context)
-
-
-@topic.term(depends=())
-def allreduces_per_layer() -> int:
-    """All-reduces in each tensor-parallel layer's forward pass (Megatron-LM)."""
-    return ALLREDUCES_PER_LAYER
 
 
 @topic.term(depends=("scenario",))

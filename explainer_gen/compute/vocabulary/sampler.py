@@ -32,11 +32,6 @@ class sampler:
         return float(sampling.FIGURE_VOCAB)
 
     @topic.term(depends=())
-    def k() -> float:
-        """The lookahead of the output-frequency panel."""
-        return float(sampling.FIGURE_LOOKAHEAD)
-
-    @topic.term(depends=())
     def alpha(drift=0.0):
         """The acceptance rate, sum of min(p, q), with the draft drifted by `drift` (0 to 1)."""
         return np.vectorize(lambda d: sampling.acceptance(sampling.figure_target(), sampling.figure_draft(d)))(drift)

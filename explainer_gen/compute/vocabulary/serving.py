@@ -51,12 +51,6 @@ def serve_tbt(scenario: Resolved, scheduler, rate, chunk=CHUNK.default, prefix=P
 
 
 @topic.term(depends=("scenario",), simulated=True)
-def serve_goodput(scenario: Resolved, scheduler, rate, chunk=CHUNK.default, prefix=PREFIX.default):
-    """Requests per second that meet both latency objectives at `rate`."""
-    return _stat(scenario, "goodput", scheduler, rate, chunk, prefix)
-
-
-@topic.term(depends=("scenario",), simulated=True)
 def serve_capacity(scenario: Resolved, scheduler, chunk=CHUNK.default, prefix=PREFIX.default, metric="tpot"):
     """The highest arrival rate of a steady stream (runs of models.serving.LONG_REQUESTS requests) at
     which the first token's p99 and `metric`'s p99 ("tpot", the default, or "tbt") meet their

@@ -70,13 +70,6 @@ def breakeven(scenario: Resolved, a, k, context=None, weights=None):
 
 
 @topic.term(depends=("scenario",))
-def spec_step(scenario: Resolved, k, batch=1):
-    """Seconds for k draft steps and one verify pass."""
-    return speculative.speculative_step_s(scenario.acc, scenario.target, scenario.draft, scenario.cards, batch, k,
-                                          scenario.context, scenario.precision)
-
-
-@topic.term(depends=("scenario",))
 def verify(scenario: Resolved, k, batch=1):
     """Seconds for the verify pass alone: k + 1 positions a request, one read of each cache."""
     return speculative.verify_step_s(scenario.acc, scenario.target, scenario.cards, batch, k, scenario.context,

@@ -108,12 +108,6 @@ def drafter_weights(scenario: Resolved, kind: str, k=4):
 
 
 @topic.term(depends=("scenario",))
-def drafter_cache(scenario: Resolved, kind: str, k=4):
-    """Bytes of KV cache the drafter keeps for each token of each request."""
-    return _each_k(scenario, kind, k, lambda way, kk: way.cache_bytes_per_token(scenario.precision))
-
-
-@topic.term(depends=("scenario",))
 def drafter_time(scenario: Resolved, kind: str, k=4, batch=1):
     """Seconds a step spends drafting k guesses for `batch` requests."""
     return _each_k(scenario, kind, k, lambda way, kk, b: way.draft_s(scenario.acc, scenario.cards, b, scenario.context,
