@@ -22,7 +22,7 @@ import pytest
 
 from explainer_gen.compute.figures import serving as serving_figures
 from explainer_gen.sources.controls import default_scenario
-from explainer_gen.compute.figures.serving import CHUNK, PREFIX
+from explainer_gen.compute.sliders import CHUNK, PREFIX
 from models import serving
 from models.catalogue import load_catalogue
 from models.precision import Precision

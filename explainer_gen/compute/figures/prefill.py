@@ -19,9 +19,9 @@ from models import prefill, roofline
 from ...sources.controls import Resolved, Slider
 from ...theme import colour
 from .base import alt, Columns, FigureKind, register, rows_at, slider_params, table_data, TableView
+from ..sliders import PHASE_SLIDERS
 from . import overlay
 from .longform import follows, part, stack
-from .roofline import PHASE_SLIDERS
 
 LONGEST = 32768
 # Prompt lengths 1 to 32k tokens, four per doubling.

@@ -15,13 +15,9 @@ from models import prefill, roofline
 
 from ...sources.controls import Resolved, Slider
 from .base import alt, Columns, FigureKind, register, rows_at, slider_params, table_data, TableView
+from ..sliders import PHASE_SLIDERS
 from .longform import follows, part, stack
 
-# Shared with the step-time figure, so one slider moves both on a page.
-PHASE_SLIDERS = {
-    "prompt": Slider("prompt", "Prompt length (tokens)", 128, 8192, 128, 2048),
-    "batch": Slider("batch", "Decode batch (requests)", 1, 513, 8, 1),
-}
 PHASE_LABELS = {"prefill": "prefill", "decode": "decode"}
 STATIC = ["roof", "ridge"]
 INTENSITY_RANGE = (1.0, 1e4)  # FLOP per byte: decode at batch one up to long prefills

@@ -13,14 +13,12 @@ from models import serving
 
 from ...sources.controls import Resolved, Slider
 from ...theme import BOLD, colour
+from ..sliders import CHUNK, PREFIX, RATE
 from . import overlay
 from .base import alt, Columns, FigureKind, register, rows_at, slider_filter, slider_params, table_data, TableView
 from .longform import part, stack
 
-# Arrival rates drawn on the x axis, and the rate slider of the timeline: the same grid.
-RATE = Slider("rate", "Arrival rate (requests per second)", 4, 32, 4, 16)
-CHUNK = Slider("chunk", "Chunk size (positions per pass)", 512, 2048, 512, 512)
-PREFIX = Slider("prefix", "Share of each prompt already cached", 0.0, 0.6, 0.3, 0.0)
+# Arrival rates drawn on the x axis, and the rate slider of the timeline, are the same grid: RATE.
 LABELS = {"prefill-first": "Prefill first", "chunked": "Chunked prefill"}
 
 

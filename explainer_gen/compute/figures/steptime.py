@@ -20,7 +20,8 @@ from ...sources.controls import Resolved, Slider
 from ...theme import colour
 from .base import alt, Columns, FigureKind, register, rows_at, slider_params, table_data, TableView
 from .longform import part, stack
-from .roofline import PHASE_SLIDERS, phase_filter, phase_pass
+from ..sliders import PHASE_SLIDERS
+from .roofline import phase_filter, phase_pass
 
 TOKENS_RANGE = (1.0, 16384.0)
 LINES = {"memory": "weight read (bandwidth floor)", "compute": "arithmetic (compute slope)",

@@ -10,7 +10,7 @@ import numpy as np
 from models import serving
 
 from ...sources.controls import Resolved
-from ..figures.serving import CHUNK, PREFIX, RATE
+from ..sliders import CHUNK, PREFIX, RATE
 from .registry import Topic
 
 topic = Topic("serving")
