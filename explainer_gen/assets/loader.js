@@ -89,7 +89,8 @@
     return +(s.min + i * s.step).toFixed(decimals);
   }
 
-  // The scenario whose switch choices match the selects, by key (see explainer_gen/contract.py).
+  // The scenario whose switch choices match the selects, by key (Scenario.key in
+  // explainer_gen/sources/controls.py, which explainer_gen/client/contract.py writes).
   function scenarioFromSelects() {
     var chosen = {};
     Object.keys(page.switch).forEach(function (name) {
@@ -449,7 +450,8 @@
 
   // A canvas says nothing to a screen reader: the view is one image, named like the static
   // picture it replaces. Vega made the view's element a "graphics-document" labelled by the
-  // spec's description; it becomes role="img" with the page's own name (html.py's aria-label,
+  // spec's description; it becomes role="img" with the page's own name (the aria-label that
+  // explainer_gen/render/blocks.py's figure_html gives the view,
   // else the caption) and the figure's description, which describeFigure keeps current.
   function name(fig) {
     var v = fig.view, caption = fig.el.querySelector("figcaption"), desc = fig.el.querySelector(".eg-desc");

@@ -28,9 +28,7 @@ two ways a kind picks the rows of one slider position, and they share `AT_TOLERA
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import pkgutil
-import sys
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from types import ModuleType
@@ -42,22 +40,20 @@ from ...sources.controls import SCENARIO_FIELDS, Resolved, Slider
 from ..numbers import Format, plural as plural_of
 
 
-def _lazy_module(name: str) -> ModuleType:
-    """`name` as a module that loads on its first attribute read. altair takes half a second to
-    import and only drawing a chart needs it, so a rebuild that computes nothing never loads it;
-    the kinds take it from here (`from .base import alt`)."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.find_spec(name)
-    loader = importlib.util.LazyLoader(spec.loader)
-    spec.loader = loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    loader.exec_module(module)
-    return module
+class _OnFirstUse:
+    """A module imported on its first attribute read. altair takes half a second to import and only
+    drawing a chart needs it, so a rebuild that computes nothing never loads it; the kinds take it
+    from here (`from .base import alt`). Nothing else changes: `sys.modules` holds the real module,
+    once imported, and only then."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr: str):
+        return getattr(importlib.import_module(self._name), attr)
 
 
-alt = _lazy_module("altair")
+alt = _OnFirstUse("altair")
 
 Columns = dict[str, np.ndarray]
 
