@@ -327,8 +327,17 @@ class PageWatch:
 
     def _failed(self, r):
         self._pending.discard(r)
-        if r not in self._left:
-            self.failed.append(r.url)
+        if r in self._left or self._cancelled_by_leaving(r):
+            return
+        self.failed.append(f"{r.url} ({r.failure}, {r.resource_type})")
+
+    def _cancelled_by_leaving(self, r) -> bool:
+        """A request that a page already left had made, cancelled by the navigation away: Chromium
+        can report a worker's script request after the navigation that cancels it, so it is in no
+        set when the page is left. Its referrer names the page that made it."""
+        referrer = (r.headers.get("referer") or "").split("#")[0]
+        return ("ERR_ABORTED" in (r.failure or "") and bool(referrer)
+                and referrer != (self._page.url or "").split("#")[0])
 
     def leave(self):
         """The page is about to go to another address: the requests still in flight belong to the
