@@ -39,10 +39,10 @@ from .compute.cache import PACKAGE_ROOT, DiskCache, digest
 from .compute.codegraph import CodeKeys
 from .sources.crossref import CrossRefs, Source
 from .render.feed import ATOM_PATH
-from .render.blocks import figure_html, page_root_html, place_pictures, static_picture
+from .render.blocks import figure_html, page_root_html, place_pictures, static_picture, substitute_numbers
 from .render.chrome import Chrome
 from .compute.numbers import NumberResult
-from .compute.pages import FENCE_NAME, PageBuild, build_page, split_front_matter, substitute_numbers
+from .compute.pages import FENCE_NAME, PageBuild, build_page, split_front_matter
 from .compute.timing import Timing
 from .compute import assumptions, workers
 

@@ -11,8 +11,6 @@ the choice is made at every position too, so the words change with the sliders.
 """
 from __future__ import annotations
 
-from ..render.markup import esc
-
 import ast
 import re
 from dataclasses import dataclass
@@ -457,10 +455,6 @@ class NumberResult:
     deps: list[str]          # "scenario" and/or slider names, outermost first
     texts: list[str]         # flattened in C order over `deps`
     default: str
-
-    def span(self) -> str:
-        attrs = f' data-eg-num="{esc(self.id)}"' if self.deps else ""
-        return f'<span class="eg-num"{attrs}>{esc(self.default)}</span>'
 
 
 @dataclass(frozen=True)

@@ -294,17 +294,3 @@ def check_sliders_used(page: PageBuild, named: set[str]) -> None:
                           f"number such as {{{{ {name} }}}}"
                           + (f", show it with a figure that has it ({', '.join(kinds)})" if kinds else "")
                           + ", or remove it")
-
-
-def substitute_numbers(markdown: str, page: PageBuild, path: str) -> str:
-    """Replace each inline number in `markdown` (as MkDocs hands it over) with its span."""
-    lines = markdown.split("\n")
-    _, inside = scan_fences(lines)
-    out = lines[:]
-    for item in reversed(list(find_inline(lines, inside))):
-        result = page.numbers.get(item.key)
-        if result is None:  # another plugin added it after our checks ran
-            raise SourceError(path, item.line, f"inline number {{{{ {item.expr} }}}} was not in the source file")
-        i = item.line - 1
-        out[i] = out[i][:item.start] + result.span() + out[i][item.end:]
-    return "\n".join(out)

@@ -6,8 +6,12 @@ from typing import Callable, Iterable
 
 from models.catalogue import Catalogue
 
+from models.yamlsource import SourceError
+
 from ..compute.artifacts import FigureArtifacts
+from ..compute.numbers import NumberResult, find_inline
 from ..compute.pages import FigureOnPage, PageBuild
+from ..sources.markdown import scan_fences
 from ..sources.controls import FIELD, Slider
 from .markup import SEARCH_EXCLUDE, esc
 
@@ -151,3 +155,24 @@ def controls_html(sliders: Iterable[Slider], id_prefix: str, group: str = "") ->
     attrs = (f'class="eg-controls eg-page-sliders" role="group" aria-label="{esc(group)}"' if group
              else 'class="eg-controls"') + f" {SEARCH_EXCLUDE}"
     return f'<div {attrs}>{"".join(items)}</div>'
+
+
+def number_span(result: NumberResult) -> str:
+    """An inline number as the page holds it: its text as built, and, where it changes with the
+    sliders or the switch, the id by which the loader finds its other texts."""
+    attrs = f' data-eg-num="{esc(result.id)}"' if result.deps else ""
+    return f'<span class="eg-num"{attrs}>{esc(result.default)}</span>'
+
+
+def substitute_numbers(markdown: str, page: PageBuild, path: str) -> str:
+    """Replace each inline number in `markdown` (as MkDocs hands it over) with its span."""
+    lines = markdown.split("\n")
+    _, inside = scan_fences(lines)
+    out = lines[:]
+    for item in reversed(list(find_inline(lines, inside))):
+        result = page.numbers.get(item.key)
+        if result is None:  # another plugin added it after our checks ran
+            raise SourceError(path, item.line, f"inline number {{{{ {item.expr} }}}} was not in the source file")
+        i = item.line - 1
+        out[i] = out[i][:item.start] + number_span(result) + out[i][item.end:]
+    return "\n".join(out)
