@@ -45,9 +45,10 @@ class Assumption:
     what: str             # the constant in words, for the page and for errors
     declared: str         # where its range is declared
     unit: str             # how a value is shown: "µs" or "×" (a factor on the estimate)
-    # (catalogue, t) -> the catalogue and a context in which the constant is `t` of the way across
-    # its range (0 its low end, 1 its high end).
-    setting: Callable[[Catalogue, float], tuple[Catalogue, ContextManager]]
+    # The constant `t` of the way across its range (0 its low end, 1 its high end): the catalogue
+    # that holds it there, and the context the models are run in.
+    vary: Callable[[Catalogue, float], Catalogue]
+    within: Callable[[float], ContextManager]
     # (catalogue, accelerator key or None, t) -> the constant's value there, in `unit`.
     value: Callable[[Catalogue, str | None, float], float]
     # (catalogue, accelerator key or None) -> where in the range the value the models use lies.
@@ -63,13 +64,17 @@ class Assumption:
         return f"{low:g} to {high:g}\u00a0{self.unit}"
 
 
+def _card(catalogue: Catalogue, accelerator: str | None):
+    """The scenario's card, or (for a number that reads no scenario) the catalogue's first."""
+    return catalogue.accelerator(accelerator) if accelerator else next(iter(catalogue.accelerators.values()))
+
+
 def _allreduce_value(catalogue: Catalogue, accelerator: str | None, t: float) -> float:
-    card = catalogue.accelerator(accelerator) if accelerator else next(iter(catalogue.accelerators.values()))
-    return card.allreduce_at(t)
+    return _card(catalogue, accelerator).allreduce_at(t)
 
 
 def _allreduce_assumed(catalogue: Catalogue, accelerator: str | None) -> float:
-    card = catalogue.accelerator(accelerator) if accelerator else next(iter(catalogue.accelerators.values()))
+    card = _card(catalogue, accelerator)
     low, high = card.allreduce_range_us
     return (card.allreduce_us - low) / (high - low) if high > low else 0.0
 
@@ -95,11 +100,10 @@ def _band_assumed() -> float:
 
 ASSUMPTIONS: dict[str, Assumption] = {a.key: a for a in (
     Assumption("allreduce", "the all-reduce latency", "models/catalogue.yaml, each card's allreduce_range_us", "µs",
-               lambda catalogue, t: (with_allreduce_at(catalogue, t), contextlib.nullcontext()),
-               _allreduce_value, _allreduce_assumed),
+               with_allreduce_at, lambda t: contextlib.nullcontext(), _allreduce_value, _allreduce_assumed),
     Assumption("estimate", "the factor on the estimate's times",
                "the estimate's bands, for latencies and for throughputs (models/estimate.py)", "×",
-               lambda catalogue, t: (catalogue, estimate.across_band(_band(t))),
+               lambda catalogue, t: catalogue, lambda t: estimate.across_band(_band(t)),
                lambda catalogue, accelerator, t: _band(t), lambda catalogue, accelerator: _band_assumed()),
 )}
 

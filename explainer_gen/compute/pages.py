@@ -222,13 +222,13 @@ def build_page(source: str, path: str, catalogue: Catalogue,
         return [env_of(scenario, catalogue) for scenario in grid]
 
     @functools.cache
-    def varied_env(key: str, t: float, s: int) -> tuple[Catalogue, dict]:
+    def varied_env(key: str, t: float, s: int) -> dict:
         """The vocabulary of scenario `s` (-1: none) with assumption `key` at `t` of its range,
         its terms' answers kept for every choice of words that asks the same (`_remembering`):
         the choices of a page call the same few terms at the same points."""
-        cat, _ = assumed.ASSUMPTIONS[key].setting(catalogue, t)
+        cat = assumed.ASSUMPTIONS[key].vary(catalogue, t)
         env = vocabulary(None, cat) if s < 0 else env_of(grid[s], cat)
-        return cat, {k: _remembering(v) if callable(v) else v for k, v in env.items()}
+        return {k: _remembering(v) if callable(v) else v for k, v in env.items()}
     unscoped = vocabulary(None, catalogue)  # bound without a scenario: only scenario-free terms run
     functions = {k for k in unscoped if not k.startswith("__")}
     default_env = grid.index(controls.scenario)
@@ -249,7 +249,7 @@ def build_page(source: str, path: str, catalogue: Catalogue,
         free = scenario_free(expr.calls)
 
         def varied(a, t: float, s: int, free: bool = free) -> tuple[dict, Any]:
-            return varied_env(a.key, t, -1 if free else s)[1], a.setting(catalogue, t)[1]
+            return varied_env(a.key, t, -1 if free else s), a.within(t)
         across = Across(assumed, varied, catalogue, tuple(simulated(expr.calls))) if assumed else None
         page.numbers[item.key] = remember(identity, lambda: compute_number(
             item, number_id, expr, fmt, controls.sliders, [unscoped] if free else envs(), path,

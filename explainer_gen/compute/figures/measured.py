@@ -14,23 +14,11 @@ from models import estimate
 
 from ...sources.controls import Resolved, Slider
 from ...theme import colour
+from . import overlay
 from .base import alt, Columns, FigureKind, register, table_data, TableView
+from .overlay import SPLITS
 
 KINDS = {"latency": ("latency", "ms", 1e3), "throughput": ("throughput", "tokens/s", 1.0)}
-SPLITS = {"training": "training", "held-out": "held out"}
-
-
-def setup_text(m: estimate.Measurement) -> str:
-    """The setup in a reader's words: card, cards, model, formats, and what was run."""
-    s = m.setup
-    formats = s.precision.weights.name if s.precision.weights == s.precision.kv else (
-        f"{s.precision.weights.name} weights, {s.precision.kv.name} cache")
-    what = {"prefill": lambda a: f"first token of a {a['tokens']:,.0f}-token prompt",
-            "decode": lambda a: f"decode step, batch {a['batch']:,.0f}",
-            "throughput": lambda a: f"throughput at {a['input']:,.0f}/{a['output']:,.0f} tokens",
-            "serving-ttft": lambda a: f"first token, {a['rate']:g} requests/s",
-            "serving-itl": lambda a: f"time between tokens, {a['rate']:g} requests/s"}[m.quantity](m.args)
-    return f"{s.cards} x {s.acc.name}, {s.model.name}, {formats}: {what}"
 
 
 def rows() -> Columns:
@@ -45,7 +33,7 @@ def rows() -> Columns:
         out["id"].append(m.id)
         out["kind"].append(label)
         out["split"].append(SPLITS[m.split])
-        out["setup"].append(setup_text(m))
+        out["setup"].append(overlay.describe(m))
         out["engine"].append(str(m.raw["engine"]))
         out["measured"].append(m.value * scale)
         out["floor"].append(m.price() * scale)
@@ -54,7 +42,7 @@ def rows() -> Columns:
         out["high"].append(high * scale)
         out["ratio"].append(m.value / est)
         out["inside"].append("inside the band" if inside else "outside")
-        out["source"].append(f"[{m.raw['source']['key']}] {m.raw['source']['where']}")
+        out["source"].append(overlay.source(m))
         floor = m.price()
         for name, v in (("est_floor", est), ("meas_floor", m.value), ("low_floor", low), ("high_floor", high)):
             out[name].append(v / floor)

@@ -41,7 +41,9 @@ INSIDE = {True: "inside", False: "outside"}
 KEY = "Measured: a ring was fitted on, a square held out (filled when inside its band)"
 
 
-def _describe(m: estimate.Measurement) -> str:
+def describe(m: estimate.Measurement) -> str:
+    """A measurement's setup in a reader's words: model, cards, formats, and what was run; the one
+    wording, here and on the measurements page's figure."""
     s, a = m.setup, m.args
     what = {"prefill": lambda: f"first token of a {a['tokens']:,.0f}-token prompt at batch 1",
             "decode": lambda: f"decode at batch {a['batch']:,.0f}, {a['context']:,.0f} tokens of cache",
@@ -56,6 +58,11 @@ def _describe(m: estimate.Measurement) -> str:
     formats = s.precision.weights.name if s.precision.weights == s.precision.kv else (
         f"{s.precision.weights.name} weights, {s.precision.kv.name} cache")
     return f"{s.model.name} on {s.cards} × {s.acc.name}, {formats}: {what}"
+
+
+def source(m: estimate.Measurement) -> str:
+    """Where it was published: the citation key and the table."""
+    return f"[{m.raw['source']['key']}] {m.raw['source']['where']}"
 
 
 def matching(r: Resolved, quantities: Iterable[str], keep: Callable[[estimate.Measurement], bool] = lambda m: True
@@ -113,9 +120,8 @@ def rows(placed: list[Point], y_column: str, x_column: str, **other) -> Columns:
     n = len(placed)
     return part("measured", n, **other, **{x_column: np.array([p.x for p in placed], dtype=float),
                                              y_column: np.array([p.value for p in placed], dtype=float)},
-                measurement=[p.m.id for p in placed], setup=[_describe(p.m) for p in placed],
-                engine=[str(p.m.raw["engine"]) for p in placed],
-                source=[f"[{p.m.raw['source']['key']}] {p.m.raw['source']['where']}" for p in placed],
+                measurement=[p.m.id for p in placed], setup=[describe(p.m) for p in placed],
+                engine=[str(p.m.raw["engine"]) for p in placed], source=[source(p.m) for p in placed],
                 split=[SPLITS[p.m.split] for p in placed], band=[INSIDE[p.inside] for p in placed],
                 estimate=np.array([p.estimate for p in placed]), low=np.array([p.low for p in placed]),
                 high=np.array([p.high for p in placed]), floor=np.array([p.floor for p in placed]))
@@ -191,20 +197,22 @@ def tally(cols: Columns, noun: str = "published measurement") -> str:
         return ""
     inside = int((cols["band"][mask] == INSIDE[True]).sum())
     held = int((cols["split"][mask] == SPLITS["held-out"]).sum())
-    count = f"{n} {noun}" + ("" if n == 1 else "s")
-    held_text = "" if not held else (f", {held} of {'it' if n == 1 else 'them'} held out of the fit" if held < n
-                                     else (", held out of the fit" if n == 1 else ", all held out of the fit"))
-    return (f" Drawn over it: {count} of this setup{held_text}; {inside} of {n} "
-            f"lie{'s' if n == 1 else ''} inside the estimate's band.")
+    plural = n != 1
+    held_text = ("" if not held else f", {held} of them held out of the fit" if held < n
+                 else f", {'all ' if plural else ''}held out of the fit")
+    return (f" Drawn over it: {n} {noun}{'s' if plural else ''} of this setup{held_text}; {inside} of {n} "
+            f"lie{'' if plural else 's'} inside the estimate's band.")
 
 
-def table(placed: list[Point], unit: str, fmt: Callable[[float], str]) -> list[TableView]:
-    """The measured points as a second table beside the kind's own (none when there are none)."""
-    if not placed:
+def table(cols: Columns, y_column: str, unit: str, fmt: Callable[[float], str]) -> list[TableView]:
+    """The measured rows of a kind's table (`rows`), value in `y_column`, as a second table beside
+    the kind's own (none when there are none): read from the rows computed, not priced again."""
+    at = np.flatnonzero(cols["what"] == "measured")
+    if not len(at):
         return []
     return [TableView(
         caption=f"Published measurements of this setup, in {unit}, beside the fitted estimate and the floor",
         headers=["Measurement", "Engine", "Split", "Measured", "Estimate", "Band", "At the floor", "In the band", "Source"],
-        rows=[[_describe(p.m), str(p.m.raw["engine"]), SPLITS[p.m.split], fmt(p.value), fmt(p.estimate),
-               f"{fmt(p.low)} to {fmt(p.high)}", fmt(p.floor), INSIDE[p.inside],
-               f"[{p.m.raw['source']['key']}] {p.m.raw['source']['where']}"] for p in placed])]
+        rows=[[str(cols["setup"][i]), str(cols["engine"][i]), str(cols["split"][i]), fmt(cols[y_column][i]),
+               fmt(cols["estimate"][i]), f"{fmt(cols['low'][i])} to {fmt(cols['high'][i])}", fmt(cols["floor"][i]),
+               str(cols["band"][i]), str(cols["source"][i])] for i in at])]

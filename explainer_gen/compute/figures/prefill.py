@@ -145,9 +145,8 @@ class PrefillVsDecode(FigureKind):
             bound = "compute" if bool(r.prefill(cols["tokens"][i]).compute_bound) else "bandwidth"
             rows.append([label, _time(cols["ms"][i] / 1e3), _time(cols["ms_decode"][i] / 1e3),
                          f"{cols['ratio'][i]:,.0f}×", bound, f"{cols['attention'][i]:.1%}"])
-        placed = measured_points(r)
         return TableView(
-            also=overlay.table(placed, "ms per token", lambda v: _time(v / 1e3)),
+            also=overlay.table(cols, "ms", "ms per token", lambda v: _time(v / 1e3)),
             caption=(f"Time per token for {m.name} on {n} × {acc.name}, {r.precision.weights.name} weights and "
                      f"{r.precision.kv.name} cache, at datasheet peaks: weight and cache reads, arithmetic with causal attention (the last column "
                      f"says how much attention adds to prefill's arithmetic), and the all-reduces between cards"),
@@ -211,10 +210,11 @@ def measured_parts(r: Resolved, line: np.ndarray) -> list[Columns]:
     if not placed:
         return []
     eff = overlay.eff()
-    pre = r.prefill(line).at(eff) / line * 1e3
-    dec = r.forward(1.0, context=line).at(eff) * 1e3
+    passes = {"prefill": r.prefill(line), "decode": r.forward(1.0, context=line)}
+    per = {"prefill": line / 1e3, "decode": 1e-3}  # seconds a pass -> ms a token
+    pre, dec = (passes[p].at(eff) / per[p] for p in ("prefill", "decode"))
+    floors = {p: passes[p].seconds / per[p] for p in passes}
     out = []
-    floors = {"prefill": r.prefill(line).seconds / line * 1e3, "decode": r.forward(1.0, context=line).seconds * 1e3}
     for phase, values in (("prefill", pre), ("decode", dec)):
         low, high = overlay.band("latency", values)
         out.append(overlay.with_blank(part("estimate", len(line), phase=phase, tokens=line, ms=values, ms_decode=dec,

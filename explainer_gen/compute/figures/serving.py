@@ -148,7 +148,7 @@ class _Latency(FigureKind):
                     row.append(f"{cols['ms'][i][0]:,.0f}")
             rows.append(row)
         c, p = sliders["chunk"].default, sliders["prefix"].default
-        return TableView(also=overlay.table(self.points(r), "ms", lambda v: f"{v:,.1f} ms"),
+        return TableView(also=overlay.table(cols, "ms", "ms", lambda v: f"{v:,.1f} ms"),
                          caption=f"{self.what} in ms, {_scenario(r)}, {serving.N_REQUESTS} requests a run; "
                                  f"chunks of {c:,.0f} positions, {p:.0%} of each prompt cached",
                          headers=["Requests per second", "Prefill first, median", "Prefill first, p99",

@@ -111,7 +111,7 @@ class BatchThroughput(FigureKind):
             i = np.flatnonzero((cols["what"] == "curve") & (cols["batch"] == b))
             rows.append([f"{b:g}", f"{cols['tps'][i[0]]:,.0f}", f"{cols['tpot_ms'][i[0]]:,.1f}"] if len(i)
                         else [f"{b:g}", "does not fit in memory", "does not fit in memory"])
-        return TableView(also=overlay.table(measured_points(r), "output tokens per second", lambda v: f"{v:,.0f}"),
+        return TableView(also=overlay.table(cols, "tps", "output tokens per second", lambda v: f"{v:,.0f}"),
                          caption=f"Decode of {r.target.name} on {r.cards} × {r.acc.name}, every request holding "
                                  f"{r.context:,} tokens of cache",
                          headers=["Batch", "Tokens per second", "ms per output token"], rows=rows)
