@@ -33,7 +33,7 @@ from models.yamlsource import SourceError
 
 from .client import contract
 from . import theme
-from .compute.artifacts import FigureArtifacts, build_figure, dumps, site_files
+from .compute.artifacts import FigureArtifacts, build_figure, dumps
 from .client.bundle import javascript_bundle, short_hash
 from .compute.cache import PACKAGE_ROOT, DiskCache, digest
 from .compute.codegraph import CodeKeys
@@ -400,10 +400,11 @@ class SiteBuild:
             return self._write_figure_files(fig)
 
     def _write_figure_files(self, fig) -> dict[str, str]:
-        key = digest(fig.artifacts.key, fig.scenario_map)
+        # The figure, and the code that writes its files (client/contract.py).
+        key = digest(fig.artifacts.key, self.code.state(), fig.scenario_map)
         stem = f"{ASSETS}/fig/{key[:16]}"
         if self.cache.root is None:
-            for path, text in site_files(self._heavy(fig), fig.scenario_map, stem).items():
+            for path, text in contract.site_files(self._heavy(fig), fig.scenario_map, stem).items():
                 self._add(path, text)
         else:
             # The figure's heavy part, which its files are made from, stays in the cache while the
@@ -413,7 +414,7 @@ class SiteBuild:
 
             def make() -> dict[str, str]:
                 blobs = {}
-                for path, text in site_files(self._heavy(fig), fig.scenario_map, stem).items():
+                for path, text in contract.site_files(self._heavy(fig), fig.scenario_map, stem).items():
                     blobs[path] = digest(text)[:32] + Path(path).suffix
                     self.cache.put("blobs", blobs[path], text)
                 return blobs

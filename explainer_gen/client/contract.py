@@ -27,6 +27,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
+from .. import theme
+from ..compute.artifacts import FigureArtifacts, dumps
+
 VERSION = 4
 
 # Keys and the JSON types of their values, for the checks below and for readers of this file.
@@ -163,3 +166,24 @@ def check_figure_payload(payload: dict) -> None:
     stray = sorted({v for v in payload["map"].values() if v not in known})
     if stray:
         raise ValueError(f"figure payload: scenario map points at data it does not have: {stray}")
+
+
+def site_files(a: FigureArtifacts, scenario_map: dict[str, str], stem: str) -> dict[str, str]:
+    """Site path -> content for one figure placed on a page.
+
+    `<stem>.json` holds the Vega-Lite spec, its Vega compilation and the palette that recolours it, the
+    default scenario's data and the names of the other scenarios' data files, fetched only
+    when the reader switches to them.
+    """
+    files, variants = {}, {}
+    # In key order, not in the order the data came in: a figure computed now and the same figure
+    # read back from the cache (whose JSON sorts keys) must make the same files.
+    for i, (keys, text) in enumerate(variant_files(a.data, a.default, dumps)):
+        path = f"{stem}-{i + 1}.json"
+        files[path] = text
+        variants.update(dict.fromkeys(keys, path.rsplit("/", 1)[1]))
+    files[f"{stem}.json"] = dumps(figure_payload(
+        spec=a.spec, vega=a.vega, palette=theme.page_palette(), data=a.data[a.default], default=a.default,
+        variants=variants, scenario_map=scenario_map, describe=a.describe))
+    files[f"{stem}.csv"] = a.csv
+    return files

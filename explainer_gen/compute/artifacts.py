@@ -27,7 +27,6 @@ from .timing import Timing
 from ..sources.controls import SCENARIO_TABLE, Resolved, Scenario, Slider
 from .figures import REGISTRY, TableView
 from .figures.base import rows_at
-from ..client import contract
 from .. import theme
 
 VL_VERSION = "6.4"  # the bundle's Vega-Lite; equal to altair's SCHEMA_VERSION (major.minor)
@@ -329,24 +328,3 @@ def static_svg(spec: dict, columns: dict[str, list]) -> str:
         raise ValueError(f"the chart font has no {', '.join(repr(c) for c in missing)}; add them to "
                          f"tools/make_chart_font.py and run it, or write the label without them")
     return theme.static_svg_colours(svg)
-
-
-def site_files(a: FigureArtifacts, scenario_map: dict[str, str], stem: str) -> dict[str, str]:
-    """Site path -> content for one figure placed on a page.
-
-    `<stem>.json` holds the Vega-Lite spec, its Vega compilation and the palette that recolours it, the
-    default scenario's data and the names of the other scenarios' data files, fetched only
-    when the reader switches to them.
-    """
-    files, variants = {}, {}
-    # In key order, not in the order the data came in: a figure computed now and the same figure
-    # read back from the cache (whose JSON sorts keys) must make the same files.
-    for i, (keys, text) in enumerate(contract.variant_files(a.data, a.default, dumps)):
-        path = f"{stem}-{i + 1}.json"
-        files[path] = text
-        variants.update(dict.fromkeys(keys, path.rsplit("/", 1)[1]))
-    files[f"{stem}.json"] = dumps(contract.figure_payload(
-        spec=a.spec, vega=a.vega, palette=theme.page_palette(), data=a.data[a.default], default=a.default,
-        variants=variants, scenario_map=scenario_map, describe=a.describe))
-    files[f"{stem}.csv"] = a.csv
-    return files

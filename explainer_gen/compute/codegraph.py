@@ -31,7 +31,7 @@ from pathlib import Path
 FIGURE_ENTRY = ("explainer_gen.compute.artifacts",)
 NUMBER_ENTRY = ("explainer_gen.compute.numbers", "explainer_gen.compute.pages")
 CHOICE_ENTRY = ("explainer_gen.compute.assumptions",)  # what a choice of words is checked across
-STATE_ENTRY = ("explainer_gen.client.contract",)  # a page's state, which the browser reads
+STATE_ENTRY = ("explainer_gen.client.contract",)  # a page's state and a figure's files, which the browser reads
 # The data files a module may read: the suffixes cache.source_hashes watches (it decides when the
 # code on disk is no longer the code loaded), so an edit of any of them loads the code again.
 DATA_SUFFIXES = (".yaml",)
@@ -226,6 +226,10 @@ class CodeKeys:
 
     def number(self, calls, chooses: bool = False) -> tuple[str, str]:
         return self._keys(self.modules_of_number(calls, chooses))
+
+    def state(self) -> tuple[str, str]:
+        """The code that writes what the browser reads (a page's state, a figure's files)."""
+        return self._keys(STATE_ENTRY)
 
     def _keys(self, entries: tuple[str, ...]) -> tuple[str, str]:
         if entries not in self._memo:
