@@ -21,7 +21,7 @@ os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
 
 from explainer_gen.compute.timing import Timing  # noqa: E402
 from explainer_gen.compute.artifacts import FigureRequest, build_figure  # noqa: E402
-from explainer_gen.sources.controls import default_scenario  # noqa: E402
+from explainer_gen.compute.resolved import default_scenario  # noqa: E402
 from explainer_gen.compute.figures import REGISTRY  # noqa: E402
 from models import load_catalogue, sampling  # noqa: E402
 

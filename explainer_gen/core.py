@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-from .compute import cache
+from . import cache
 
 _before = cache.source_hashes()
 
@@ -21,7 +21,7 @@ from . import theme  # noqa: E402,F401
 from .client import contract  # noqa: E402,F401
 from .render import mathml, superfence  # noqa: E402,F401
 from .compute.artifacts import FigureArtifacts, FigureRequest, build_figure  # noqa: E402,F401
-from .compute.cache import MODELS_ROOT, PACKAGE_ROOT  # noqa: E402,F401
+from .cache import MODELS_ROOT, PACKAGE_ROOT  # noqa: E402,F401
 from .compute.codegraph import CodeGraph, CodeKeys  # noqa: E402
 from .client.bundle import machine_cache  # noqa: E402
 from .markdown_ext import ExplainerExtension  # noqa: E402,F401

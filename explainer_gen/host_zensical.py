@@ -246,7 +246,7 @@ def watched(config_file: Path) -> list[Path]:
     (the models and this package, whose edits only a new process sees)."""
     from models.catalogue import CATALOGUE_PATH
 
-    from .compute.cache import MODELS_ROOT, PACKAGE_ROOT
+    from .cache import MODELS_ROOT, PACKAGE_ROOT
 
     cfg = load(config_file)
     catalogue = Path(cfg.plugins["explainer"].config.catalogue or CATALOGUE_PATH)

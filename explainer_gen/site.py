@@ -35,12 +35,13 @@ from .client import contract
 from . import theme
 from .compute.artifacts import FigureArtifacts, build_figure, dumps
 from .client.bundle import javascript_bundle, short_hash
-from .compute.cache import PACKAGE_ROOT, DiskCache, digest
+from .cache import PACKAGE_ROOT, DiskCache, digest
 from .compute.codegraph import CodeKeys
 from .sources.crossref import CrossRefs, Source
 from .render.feed import ATOM_PATH
 from .render.blocks import figure_html, page_root_html, place_pictures, static_picture, substitute_numbers
 from .render.chrome import Chrome
+from .render import refs
 from .compute.numbers import NumberResult
 from .compute.pages import FENCE_NAME, PageBuild, build_page, split_front_matter
 from .compute.timing import Timing
@@ -148,7 +149,7 @@ class SiteBuild:
         self.refs = CrossRefs.collect(self.docs_dir, os.path.relpath(self.docs_dir, self.root),
                                       [Source(p.src_uri, p.path, p.text) for p in pages], list(nav), self.cache)
         if self.refs.feed_page:
-            self._add(ATOM_PATH, self.refs.atom(site_name, site_url, self.urls))
+            self._add(ATOM_PATH, refs.atom(self.refs, site_name, site_url, self.urls))
         bundle = javascript_bundle(self.cache)
         self.bundle_path = self._add(f"{ASSETS}/vega-{short_hash(bundle)}.js", bundle)
         loader = (PACKAGE_ROOT / "assets" / "loader.js").read_text(encoding="utf-8")
@@ -457,7 +458,7 @@ class SiteBuild:
         source = self.sources[src_uri]
         url = lambda path: relative_url(path, source.url)  # noqa: E731
         link = self._link(source)
-        markdown = self.refs.markdown(src_uri, markdown, self.urls, link, source.path)
+        markdown = refs.page_markdown(self.refs, src_uri, markdown, self.urls, link, source.path)
         build = self.pages.get(src_uri)
         if build is None:
             return markdown, {}
@@ -475,7 +476,7 @@ class SiteBuild:
 
     def render_html(self, src_uri: str, html: str) -> str:
         """The page's converted HTML with its cross-references resolved."""
-        return self.refs.html(src_uri, html, self.urls, self._link(self.sources[src_uri]))
+        return refs.page_html(self.refs, src_uri, html, self.urls, self._link(self.sources[src_uri]))
 
     def _pictures(self, src_uri: str) -> dict[str, str]:
         """The page's static pictures by figure anchor, drawn once: when its Markdown is converted,

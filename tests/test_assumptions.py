@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from explainer_gen.compute import assumptions, pages, workers
-from explainer_gen.sources.controls import default_scenario
+from explainer_gen.compute.resolved import default_scenario, resolve
 from models import estimate
 from models.catalogue import load_catalogue, with_allreduce_at
 from models.yamlsource import SourceError
@@ -84,7 +84,7 @@ def test_a_simulation_is_not_rerun_across_ranges_and_must_say_so():
 
 
 def ratio() -> float:
-    r = default_scenario(CATALOGUE).resolve(CATALOGUE)
+    r = resolve(default_scenario(CATALOGUE), CATALOGUE)
     return float(r.forward(1.0).at(estimate.fitted().eff) / r.forward(1.0).seconds)
 
 
@@ -154,7 +154,7 @@ def test_the_draft_placement_changes_where_the_passes_cost_the_same():
 
     def split_minus_whole(us: float) -> float:
         t = (us - LOW) / (HIGH - LOW)
-        r = scenario.resolve(with_allreduce_at(CATALOGUE, t))
+        r = resolve(scenario, with_allreduce_at(CATALOGUE, t))
         return float(r.forward(1.0, which="draft").at(eff) - r.forward(1.0, which="draft", on=1).at(eff))
     signs = np.sign([split_minus_whole(us) for us in grid])
     crossing = grid[int(np.argmax(signs != signs[0]))]

@@ -140,7 +140,7 @@ def test_a_copy_of_the_project_reads_the_real_sites_cache(project, tmp_path):
 
 def test_bundle_is_generated_once_and_reused(tmp_path):
     from explainer_gen.client.bundle import javascript_bundle
-    from explainer_gen.compute.cache import DiskCache
+    from explainer_gen.cache import DiskCache
 
     cache, machine = DiskCache(tmp_path / "project"), DiskCache(tmp_path / "machine")
     first = javascript_bundle(cache, machine)
@@ -155,7 +155,7 @@ def test_a_new_project_takes_the_bundle_from_the_machine_cache(tmp_path, monkeyp
     import vl_convert
 
     from explainer_gen.client import bundle
-    from explainer_gen.compute.cache import DiskCache
+    from explainer_gen.cache import DiskCache
 
     machine = DiskCache(tmp_path / "machine")
     first = bundle.javascript_bundle(DiskCache(tmp_path / "one"), machine)

@@ -4,7 +4,7 @@ The markup below is what Material's partials/palette.html, partials/javascripts/
 base.html write (Zensical's templates write the same)."""
 from __future__ import annotations
 
-from explainer_gen.compute.cache import PACKAGE_ROOT
+from explainer_gen.cache import PACKAGE_ROOT
 from explainer_gen.render.chrome import NAMED_SEARCH, OUR_FORM, PALETTE_FORM, Chrome
 
 THEME_SCRIPT = ('<script>var palette=__md_get("__palette");if(palette&&palette.color){for(var[key,value]'

@@ -253,7 +253,7 @@ def test_the_summary_line():
 def test_the_machine_cache_of_each_modules_reading_gives_the_same_graph(tmp_path, graph):
     """What each module imports and names, kept by its hash (no process parses it again), reads
     back as the same graph; an edited module is read anew."""
-    from explainer_gen.compute.cache import DiskCache
+    from explainer_gen.cache import DiskCache
 
     memo = DiskCache(tmp_path)
     assert CodeGraph.scan(ROOTS, memo=memo) == graph == CodeGraph.scan(ROOTS, memo=memo)

@@ -13,6 +13,7 @@ import pytest
 from explainer_gen.compute.artifacts import build_figure, fill, template_fields, text_at
 from explainer_gen.compute.figures import REGISTRY
 from explainer_gen.compute.pages import build_page
+from explainer_gen.compute.resolved import resolve
 from helpers import REPO
 
 PAGES = sorted((REPO / "docs" / "explainers").glob("*.md"))
@@ -39,7 +40,7 @@ def test_compact_descriptions_agree_with_every_grid_point(path, cat):
         fields = template_fields(kind.description)
         axes = list(req.sliders.values())
         for scenario in req.scenarios[:2]:
-            r = scenario.resolve(cat)
+            r = resolve(scenario, cat)
             cols = kind.compute(r, {s.name: s.values() for s in axes})
             compact = art.describe["values"][scenario.key]
             for combo in itertools.product(*(s.values() for s in axes)):

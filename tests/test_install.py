@@ -11,7 +11,7 @@ from helpers import REPO
 
 def test_a_foreign_models_package_is_refused_by_name(tmp_path):
     """`models` is a generic import name; the build refuses one that is not installed beside explainer_gen."""
-    from explainer_gen.compute.cache import MODELS_ROOT, PACKAGE_ROOT, check_models_package
+    from explainer_gen.cache import MODELS_ROOT, PACKAGE_ROOT, check_models_package
 
     check_models_package(MODELS_ROOT, PACKAGE_ROOT)  # ours passes
     foreign = tmp_path / "elsewhere" / "models"

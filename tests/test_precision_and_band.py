@@ -15,7 +15,7 @@ from models import estimate, kvcache, roofline, speculative
 from models.catalogue import load_catalogue
 from models.precision import KV_FORMATS, WEIGHT_FORMATS, Precision
 from explainer_gen.compute.numbers import parse_format
-from explainer_gen.sources.controls import default_scenario
+from explainer_gen.compute.resolved import default_scenario, resolve
 from models.yamlsource import SourceError
 
 cat = load_catalogue()
@@ -85,7 +85,7 @@ def test_an_fp8_cache_doubles_the_slots(acc_key, cards):
 def test_int4_shrinks_the_floor_and_the_idle_arithmetic():
     """The speculative page's claim: INT4 cuts the read, not the arithmetic, so the ridge and the
     batch up to which speculation pays both fall."""
-    r = default_scenario(cat).resolve(cat)
+    r = resolve(default_scenario(cat), cat)
     bf16, int4 = r.in_formats("bf16"), r.in_formats("int4")
     assert bf16.forward(1).weights_s / int4.forward(1).weights_s > 3.5
     assert int4.forward(1).compute_s == pytest.approx(bf16.forward(1).compute_s, rel=1e-12)
@@ -132,7 +132,7 @@ def test_the_floor_and_the_estimate_bracket_the_held_out_decodes():
 @pytest.mark.parametrize("weights", sorted(WEIGHT_FORMATS))
 @pytest.mark.parametrize("tokens", [1, 8, 64, 512, 4096])
 def test_the_estimate_sits_above_the_floor(tokens, weights):
-    r = default_scenario(cat).resolve(cat).in_formats(weights)
+    r = resolve(default_scenario(cat), cat).in_formats(weights)
     eff = estimate.fitted().eff
     for st in (r.forward(tokens), r.prefill(tokens), r.forward(tokens, which="draft")):
         floor, est = float(st.seconds), float(st.at(eff))
@@ -140,7 +140,7 @@ def test_the_estimate_sits_above_the_floor(tokens, weights):
 
 
 def test_the_draft_on_one_card_pays_no_all_reduces():
-    r = default_scenario(cat).resolve(cat)
+    r = resolve(default_scenario(cat), cat)
     one = r.forward(1, which="draft", on=1)
     assert float(one.comm_s) == 0.0
     assert float(one.weights_s) == pytest.approx(r.draft.read_bytes(1) / r.acc.bandwidth, rel=1e-12)
@@ -154,7 +154,7 @@ def test_the_draft_on_one_card_pays_no_all_reduces():
 def test_the_estimated_speedup_is_below_the_floors():
     """The fixed cost lands on every draft pass as well as the verify pass, so it costs speculation
     more than plain decoding."""
-    r = default_scenario(cat).resolve(cat)
+    r = resolve(default_scenario(cat), cat)
     eff = estimate.fitted().eff
     for a in (0.6, 0.8, 0.9):
         floor = speculative.speedup(r.acc, r.target, r.draft, r.cards, 1, a, 4, r.context)
@@ -173,7 +173,7 @@ def test_a_format_may_name_the_words_for_infinity():
 
 
 def test_an_unknown_format_in_a_term_fails_with_the_choices():
-    r = default_scenario(cat).resolve(cat)
+    r = resolve(default_scenario(cat), cat)
     with pytest.raises(ValueError, match="int4"):
         r.in_formats("int3")
     assert np.isfinite(r.in_formats("int4").forward(1).seconds)

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from explainer_gen.compute.artifacts import FigureRequest, build_figure
-from explainer_gen.sources.controls import default_scenario
+from explainer_gen.compute.resolved import default_scenario, resolve
 from explainer_gen.compute.figures import REGISTRY
 from helpers import REPO
 from models import kvcache, prefill, roofline
@@ -99,7 +99,7 @@ def kind():
 
 
 def resolved(cat, acc: str, cards: int):
-    return replace(default_scenario(cat), accelerator=acc, cards=cards).resolve(cat)
+    return resolve(replace(default_scenario(cat), accelerator=acc, cards=cards), cat)
 
 
 def test_the_reserve_is_the_one_the_pages_state():

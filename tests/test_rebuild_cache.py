@@ -12,7 +12,7 @@ import pytest
 
 from explainer_gen import core
 from explainer_gen import site as site_module
-from explainer_gen.compute.cache import DiskCache
+from explainer_gen.cache import DiskCache
 from explainer_gen.sources import bibliography
 from explainer_gen.sources.crossref import BIB_PATH
 from explainer_gen.site import Memory, PageSource, SiteBuild

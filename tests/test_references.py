@@ -431,7 +431,8 @@ def test_atom_links_follow_a_site_url_with_a_subpath(tmp_path):
 # ---- the core, without MkDocs ----
 
 def test_autolink_links_first_plain_use_only_outside_code_headings_and_links():
-    from explainer_gen.sources.glossary import Glossary, Term, autolink_html
+    from explainer_gen.render.refs import autolink_html
+    from explainer_gen.sources.glossary import Glossary, Term
 
     g = Glossary([Term("decode", "decode", "One token per step.", ("decoding",), 1),
                   Term("speculative decoding", "speculative-decoding", "Guess & check <fast>.", (), 2),
@@ -539,7 +540,8 @@ def test_read_next_shows_the_why_else_the_description(site):
 
 def test_read_next_groups_by_kind_whatever_the_written_order():
     from explainer_gen.sources.bibliography import load_bibliography
-    from explainer_gen.sources.links import PageInfo, parse_read_next, read_next_html, resolve_read_next
+    from explainer_gen.render.refs import read_next_html
+    from explainer_gen.sources.links import PageInfo, parse_read_next, resolve_read_next
     from models.yamlsource import load_yaml
 
     bib = load_bibliography(REPO / "docs" / "feed" / "papers.bib", "docs/feed/papers.bib")

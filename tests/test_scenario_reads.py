@@ -1,5 +1,5 @@
 """Inline numbers are evaluated once per distinct combination of the scenario fields they read
-(controls.Watched), not once per scenario (issue 15). These tests hold that shortcut to the full
+(compute/resolved.Watched), not once per scenario (issue 15). These tests hold that shortcut to the full
 evaluation on every explainer page, and show that they would catch a field the watch missed."""
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 from explainer_gen.compute import numbers, workers
 from explainer_gen.compute.pages import build_page
+from explainer_gen.compute import resolved
 from explainer_gen.sources import controls
 from models import load_catalogue
 
@@ -45,7 +46,7 @@ def test_numbers_from_the_fields_they_read_equal_the_full_evaluation(source, ref
 def test_a_field_the_watch_missed_would_be_caught(monkeypatch, reference):
     """Negative control: forget that `context` is read, and the KV page's numbers that depend on
     the context (its switch offers four) come out wrong, so the test above fails."""
-    monkeypatch.setitem(controls.REVEALS, "context", ())
+    monkeypatch.setitem(resolved.REVEALS, "context", ())
     source = REPO / "docs/explainers/kv-cache.md"
     got = _numbers(source)
     assert [k for k in got if got[k] != reference[source.stem][k]]
@@ -53,12 +54,12 @@ def test_a_field_the_watch_missed_would_be_caught(monkeypatch, reference):
 
 def test_watching_a_scenario_changes_none_of_its_answers():
     cat = load_catalogue()
-    r = controls.default_scenario(cat).resolve(cat)
-    w = controls.Watched.of(r)
-    with controls.reading() as read:
+    r = resolved.resolve(resolved.default_scenario(cat), cat)
+    w = resolved.Watched.of(r)
+    with resolved.reading() as read:
         assert w.forward(1).seconds == r.forward(1).seconds and w.memory_cap() == r.memory_cap()
     # forward reads the card, the target (through model()), the cards, the context and the formats.
     assert {"accelerator", "target", "cards", "context", "weights", "kv"} <= read
-    with controls.reading() as read:
+    with resolved.reading() as read:
         assert w.ridge_tokens("draft") == r.ridge_tokens("draft")
     assert "target" not in read and {"accelerator", "draft"} <= read

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from explainer_gen.compute.figures import serving as serving_figures
-from explainer_gen.sources.controls import default_scenario
+from explainer_gen.compute.resolved import default_scenario, resolve
 from explainer_gen.compute.sliders import CHUNK, PREFIX
 from models import serving
 from models.catalogue import load_catalogue
@@ -37,7 +37,7 @@ BF16 = Precision.of("bf16", "bf16")
 
 def _resolved(acc):
     """The catalogue's default scenario (4 cards, Llama 3 70B, BF16) on `acc`, as the page's switch sets it."""
-    return dataclasses.replace(default_scenario(CAT), accelerator=acc.key).resolve(CAT)
+    return resolve(dataclasses.replace(default_scenario(CAT), accelerator=acc.key), CAT)
 
 
 def _positions(prefix: float) -> tuple[float, float]:

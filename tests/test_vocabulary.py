@@ -22,6 +22,7 @@ from explainer_gen.compute.vocabulary.registry import check
 from helpers import REPO
 from models import kvcache
 from models.yamlsource import SourceError
+from explainer_gen.compute.resolved import resolve
 
 H100 = Scenario("h100-sxm", 4, "llama-3-70b", "llama-3.2-1b", 512, "bf16", "bf16")
 MI300 = Scenario("mi300x", 1, "llama-3-8b", "llama-3-8b", 512, "bf16", "bf16")
@@ -46,7 +47,7 @@ def test_every_name_an_expression_may_call_is_a_declared_term(cat):
         assert isinstance(term.depends, tuple) and set(term.depends) <= set(DEPENDENCIES), name
         check(term)  # the declaration matches the function (as registering it checked)
     # The names a page's expressions may call are exactly the registry's: nothing joins undeclared.
-    assert set(vocab.vocabulary(H100.resolve(cat), cat)) == set(REGISTRY.terms)
+    assert set(vocab.vocabulary(resolve(H100, cat), cat)) == set(REGISTRY.terms)
     assert set(vocab.vocabulary(None, cat)) == set(REGISTRY.terms)
 
 
@@ -61,7 +62,7 @@ def test_every_topic_module_is_in_the_registry():
 
 
 def test_a_scenario_free_term_is_bound_to_nothing_and_a_scenario_term_needs_a_scenario(cat):
-    h100, mi300, unscoped = (vocab.vocabulary(s, cat) for s in (H100.resolve(cat), MI300.resolve(cat), None))
+    h100, mi300, unscoped = (vocab.vocabulary(s, cat) for s in (resolve(H100, cat), resolve(MI300, cat), None))
     free = {n for n, t in REGISTRY.terms.items() if t.scenario_free}
     assert {"E", "chen.c", "sampler.alpha", "published", "ridge_of", "kv_bytes_of", "min"} <= free
     assert {"step", "name", "kv_bytes", "kv_heads", "kv_slots"}.isdisjoint(free)
@@ -78,7 +79,7 @@ def test_a_scenario_free_term_is_bound_to_nothing_and_a_scenario_term_needs_a_sc
 
 
 def test_terms_read_the_scenario_they_are_bound_to(cat):
-    h100, mi300 = vocab.vocabulary(H100.resolve(cat), cat), vocab.vocabulary(MI300.resolve(cat), cat)
+    h100, mi300 = vocab.vocabulary(resolve(H100, cat), cat), vocab.vocabulary(resolve(MI300, cat), cat)
     assert (h100["name"](), h100["name"]("target"), h100["cards"]()) == ("NVIDIA H100 SXM", "Llama 3 70B", 4)
     assert (mi300["cards"](), mi300["kv_heads"](), mi300["layers"]("draft")) == (1, 8.0, 32.0)
     assert h100["ridge_of"]("mi300x") == mi300["ridge"]()
@@ -119,7 +120,7 @@ def test_a_term_declared_scenario_free_that_closes_over_a_scenario_is_refused(ca
         return ridge
 
     with pytest.raises(TermError, match=r"term 'ridge' .*defined inside a function and may read r unseen"):
-        terms_for(H100.resolve(cat))
+        terms_for(resolve(H100, cat))
 
 
 @pytest.mark.parametrize("depends, params, needle", [
@@ -220,7 +221,7 @@ def test_a_wrong_declaration_in_a_topic_module_fails_the_import_that_starts_ever
 # -- grouped terms read as attributes --------------------------------------------------------------
 
 def test_grouped_terms_read_as_attributes_and_are_checked_by_name(cat):
-    env = vocab.vocabulary(H100.resolve(cat), cat)
+    env = vocab.vocabulary(resolve(H100, cat), cat)
     functions = set(env)
     expr = parse_expr("chen.c / chen.c_roofline + chen.speedup(0) - leviathan.k(5)", functions, {}, "docs/p.md", 3)
     assert expr.calls == {"chen.c", "chen.c_roofline", "chen.speedup", "leviathan.k"}
@@ -258,7 +259,7 @@ def test_kv_bytes_per_token_from_the_catalogue_config(row, cat):
     if row["key"] == "llama-3-70b":
         assert expected == 327_680
     assert kvcache.bytes_per_token(cat.model(row["key"])) == expected
-    env = vocab.vocabulary(Scenario("h100-sxm", 4, row["key"], row["key"], 512, "bf16", "bf16").resolve(cat), cat)
+    env = vocab.vocabulary(resolve(Scenario("h100-sxm", 4, row["key"], row["key"], 512, "bf16", "bf16"), cat), cat)
     assert env["kv_bytes"]() == env["kv_bytes"]("draft") == env["kv_bytes_of"](row["key"]) == expected
     assert kvcache.cache_bytes_per_token(cat.model(row["key"]), cat.model(row["key"])) == 2 * expected
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import vl_convert as vlc
 
 from ..compute.artifacts import VL_VERSION
-from ..compute.cache import DiskCache
+from ..cache import DiskCache
 
 MACHINE_CACHE_ENV = "EXPLAINER_GEN_MACHINE_CACHE"
 

@@ -24,7 +24,8 @@ from models.catalogue import Catalogue
 from models.yamlsource import SourceError
 
 from .timing import Timing
-from ..sources.controls import SCENARIO_TABLE, Resolved, Scenario, Slider
+from ..sources.controls import SCENARIO_TABLE, Scenario, Slider
+from .resolved import Resolved, resolve
 from .figures import REGISTRY, TableView
 from .figures.base import rows_at
 from .. import theme
@@ -167,7 +168,7 @@ def build_figure(req: FigureRequest, catalogue: Catalogue, timing: Timing | None
     fields = template_fields(kind.description)
     data, sizes, described, default_cols = {}, {}, {}, None
     for scenario in req.scenarios:
-        resolved = scenario.resolve(catalogue)
+        resolved = resolve(scenario, catalogue)
         with timing.in_models():
             cols = kind.compute(resolved, grid)
         _check_finite(cols, req, scenario)

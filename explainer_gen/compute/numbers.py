@@ -21,7 +21,8 @@ import numpy as np
 from models.yamlsource import SourceError, closest
 
 from .timing import Timing
-from ..sources.controls import Slider, reading
+from ..sources.controls import Slider
+from .resolved import reading
 from ..sources.scan import prose_matches
 
 # `{{ expression }}` or `{{ expression | format }}`; never spans lines.

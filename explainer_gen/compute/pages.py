@@ -18,7 +18,8 @@ from models.yamlsource import SourceError, SourceMap, closest, load_yaml
 
 from ..render import mathml
 from .artifacts import FigureArtifacts, FigureRequest
-from ..sources.controls import FIELD, SCENARIO_FIELDS, Scenario, unfit_reason, Slider, Watched, check_scenario_value, default_scenario, expect_mapping, parse_scenario, parse_sliders
+from ..sources.controls import FIELD, SCENARIO_FIELDS, Scenario, Slider, check_scenario_value, expect_mapping, parse_scenario, parse_sliders
+from .resolved import Watched, default_scenario, resolve, unfit_reason
 from .figures import REGISTRY
 from .timing import Timing
 from .numbers import Across, Expr, NumberResult, compute_number, find_inline, parse_expr, parse_format, parse_marks
@@ -35,7 +36,7 @@ class PageControls:
     switch: dict[str, list[Any]]
     sliders: dict[str, Slider]
     lines: dict[str, int] = field(default_factory=dict)  # slider name -> its front-matter line
-    # Switch combinations that cannot run (controls.unfit_reason), by key: never computed or drawn.
+    # Switch combinations that cannot run (resolved.unfit_reason), by key: never computed or drawn.
     unfit: dict[str, str] = field(default_factory=dict)
 
     def identity(self) -> dict:
@@ -91,7 +92,7 @@ def parse_controls(meta: Any, path: str, catalogue: Catalogue) -> PageControls:
     # The draft runs, and takes memory, on a page whose reader can choose it.
     with_draft = "draft" in switch
     for s in controls.combinations():
-        why = unfit_reason(s.resolve(catalogue), with_draft)
+        why = unfit_reason(resolve(s, catalogue), with_draft)
         if why:
             controls.unfit[s.key] = why
     if scenario.key in controls.unfit:
@@ -210,7 +211,7 @@ def build_page(source: str, path: str, catalogue: Catalogue,
 
     def env_of(scenario: Scenario, cat: Catalogue) -> dict:
         """The scenario's vocabulary, bound to the scenario resolved in `cat`."""
-        env = vocabulary(Watched.of(scenario.resolve(cat)), cat)
+        env = vocabulary(Watched.of(resolve(scenario, cat)), cat)
         env["__scenario__"], env["__fields__"] = scenario.key, scenario
         return env
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from ..compute.cache import PACKAGE_ROOT
+from ..cache import PACKAGE_ROOT
 
 PALETTE_FORM = '<form class="md-header__option" data-md-component="palette">'
 OUR_FORM = '<form class="md-header__option" data-eg-palette>'

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from models.yamlsource import SourceError
 
-from ..compute.cache import digest, package_version
+from ..cache import digest, package_version
 
 # Fields every entry must have, and the text the author sees when one is missing.
 REQUIRED = ("author", "title", "year", "month", "annote")
@@ -131,7 +131,7 @@ def load_bibliography(path: Path, display: str, cache=None) -> Bibliography:
     """Read `path`; a missing file is an empty bibliography. Errors name `display` and a line.
 
     Parsing BibTeX (its LaTeX decoded by pylatexenc) is the slow part of a rebuild, and the file
-    rarely changes: `cache` (a compute.cache.DiskCache) keeps the checked papers by the file's text,
+    rarely changes: `cache` (a cache.DiskCache) keeps the checked papers by the file's text,
     so a new process reads them back; a file with a mistake is never stored, and raises each time."""
     if not path.is_file():
         return Bibliography([], display)

@@ -1,18 +1,17 @@
 """Citations: `[@key]` or `[@key1; @key2]` in Markdown, checked against the bibliography.
 
-Each citation becomes a short linked form ("Leviathan et al., 2023") that points at the
+Each citation is written (render/refs.py) as a short linked form ("Leviathan et al., 2023") that points at the
 page's references list and shows the full reference on hover and on keyboard focus.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Iterator
 
 from models.yamlsource import SourceError, closest
 
-from .bibliography import Bibliography, Paper
-from ..render.markup import card, esc, md_safe
+from .bibliography import Bibliography
 from .scan import prose_matches
 
 # Anything that looks like a citation; the keys inside are checked one by one.
@@ -54,47 +53,3 @@ def check_citations(lines: list[str], skip: set[int], bib: Bibliography, path: s
     return cited
 
 
-def ref_id(key: str) -> str:
-    return f"ref-{key}"
-
-
-def citation_html(citation: Citation, bib: Bibliography, first_card: int) -> str:
-    """The inline form of one `[@...]`: '(Leviathan et al., 2023; Chen et al., 2023)'."""
-    items = []
-    for n, key in enumerate(citation.keys):
-        paper = bib[key]
-        card_id = f"eg-cite-{first_card + n}"
-        link = (f'<a class="eg-cite-link" href="#{esc(ref_id(key))}" data-eg-cite="{esc(key)}" '
-                f'aria-describedby="{esc(card_id)}">{md_safe(paper.short)}</a>')
-        items.append(card("cite", md_safe(paper.reference), link, card_id))
-    return '<span class="eg-citation">(' + "; ".join(items) + ")</span>"
-
-
-def substitute_citations(markdown: str, skip: set[int], bib: Bibliography, path: str) -> str:
-    lines = markdown.split("\n")
-    found = list(find_citations(lines, skip, path))
-    numbers, n = [], 1
-    for c in found:
-        numbers.append(n)
-        n += len(c.keys)
-    for citation, first in reversed(list(zip(found, numbers))):
-        for key in citation.keys:
-            if key not in bib:
-                raise SourceError(path, citation.line, f"unknown citation key {key!r}")
-        i = citation.line - 1
-        lines[i] = lines[i][:citation.start] + citation_html(citation, bib, first) + lines[i][citation.end:]
-    return "\n".join(lines)
-
-
-def references_html(keys: list[str], bib: Bibliography, feed_href: Callable[[str], str | None]) -> str:
-    """The list that ends a page which cites: full references, external links, feed entry."""
-    items = []
-    for key in keys:
-        paper: Paper = bib[key]
-        links = [f'<a href="{esc(url)}">{esc(label)}</a>' for label, url in paper.links()]
-        feed = feed_href(key)
-        if feed:
-            links.append(f'<a href="{esc(feed)}">In the feed</a>')
-        items.append(f'<li id="{esc(ref_id(key))}"><span class="eg-ref-text">{esc(paper.reference)}</span> '
-                     f'<span class="eg-ref-links">{" · ".join(links)}</span></li>')
-    return f'<ol class="eg-references">{"".join(items)}</ol>'

@@ -1,8 +1,7 @@
-"""Typed reader controls: sliders and the scenario, validated from author YAML."""
+"""Typed reader controls: sliders and the scenario, validated from author YAML (what a scenario
+resolves to in the models is compute/resolved.py)."""
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import functools
 import math
 from dataclasses import dataclass, replace
@@ -11,9 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from models import kvcache, prefill, roofline
-from models.catalogue import LLM, Accelerator, Catalogue, UnknownKey
-from models.precision import KV_FORMATS, WEIGHT_FORMATS, Precision
+from models.catalogue import Catalogue, UnknownKey
+from models.precision import KV_FORMATS, WEIGHT_FORMATS
 from models.yamlsource import SourceError, SourceMap, closest, line_of
 
 MAX_SLIDER_POSITIONS = 200
@@ -201,11 +199,6 @@ class Scenario:
     weights: str
     kv: str
 
-    def resolve(self, catalogue: Catalogue) -> "Resolved":
-        return Resolved(self, catalogue.accelerator(self.accelerator), self.cards,
-                        catalogue.model(self.target), catalogue.model(self.draft), self.context,
-                        Precision.of(self.weights, self.kv))
-
     @property
     def key(self) -> str:
         return ".".join(str(getattr(self, f)) for f in SCENARIO_FIELDS)
@@ -216,139 +209,13 @@ class Scenario:
                 for f in SCENARIO_TABLE]
 
 
-@dataclass(frozen=True)
-class Resolved:
-    scenario: Scenario
-    acc: Accelerator
-    cards: int
-    target: LLM
-    draft: LLM
-    context: int
-    precision: Precision
-
-    def in_formats(self, weights: str | None = None, kv: str | None = None) -> "Resolved":
-        """The same scenario with its weights (or its cache) in another format: what a page's table
-        of formats compares. None keeps the scenario's own."""
-        if weights is None and kv is None:
-            return self
-        changes = {"weights": weights or self.scenario.weights, "kv": kv or self.scenario.kv}
-        for field, value in changes.items():
-            if value not in FIELD[field].rows(None):
-                raise ValueError(str(UnknownKey(FIELD[field].table[:-1], value, list(FIELD[field].rows(None)))))
-        return replace(self, scenario=replace(self.scenario, **changes), precision=Precision.of(**changes))
-
-    def model(self, which: str = "target") -> LLM:
-        """The target or the draft."""
-        if which not in ("target", "draft"):
-            raise ValueError(f"model must be 'target' or 'draft', got {which!r}")
-        return self.target if which == "target" else self.draft
-
-    def forward(self, tokens, context=None, requests=None, which: str = "target", on=None,
-                logits=None) -> roofline.StepTime:
-        """A pass of the target (or draft) over `tokens` positions on the scenario's cards (or on
-        `on` of them), in its formats: by default a decode pass of `tokens` requests at the
-        scenario's context, every position through the output head (or `logits` of them)."""
-        return roofline.step_time(self.acc, self.model(which), self.cards if on is None else on, tokens,
-                                  self.context_or(context), requests, self.precision, logits)
-
-    def prefill(self, prompt) -> roofline.StepTime:
-        """The pass that prefills a `prompt`-token prompt of the target (models.prefill)."""
-        return prefill.prefill_step(self.acc, self.target, self.cards, prompt, self.precision)
-
-    def ridge_tokens(self, which: str = "target"):
-        """Positions a pass needs for its weight GEMMs to turn compute-bound (any context)."""
-        return roofline.ridge_tokens(self.acc, self.model(which), self.precision)
-
-    @property
-    def peak(self) -> float:
-        """One card's FLOP/s for the blocks' products, in the weights' format."""
-        return self.acc.peak(self.precision.weights)
-
-    @property
-    def ridge(self) -> float:
-        """FLOP per byte above which those products are compute-bound on this card."""
-        return self.peak / self.acc.bandwidth
-
-    def context_or(self, context=None):
-        """`context` where a caller names one, else the scenario's own."""
-        return self.context if context is None else context
-
-    def memory_cap(self, with_draft: bool = False, context=None) -> float:
-        """The most requests that fit at once, each holding the scenario's context (or `context`)
-        in its cache, with the draft's weights and cache too when `with_draft`."""
-        return float(kvcache.slots(self.acc, self.target, self.cards, self.context_or(context),
-                                   self.draft if with_draft else None, precision=self.precision))
-
-
-# The scenario fields that reading each attribute of a Resolved reveals (its `scenario`, all).
-REVEALS: dict[str, tuple[str, ...]] = {
-    "scenario": SCENARIO_FIELDS, "acc": ("accelerator",), "cards": ("cards",), "target": ("target",),
-    "draft": ("draft",), "context": ("context",), "precision": ("weights", "kv")}
-_reads: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("scenario_reads", default=None)
-
-
-class Watched(Resolved):
-    """A Resolved that notes, inside `reading()`, which scenario fields a computation reads through
-    its attributes, methods and properties (its own methods read through `self`, so they are
-    watched too). The models are pure functions of what they are given, so two scenarios that
-    agree on those fields give that computation the same result: an inline number is then
-    evaluated once per distinct combination of the fields it reads (numbers.compute_number),
-    not once per scenario."""
-
-    def __getattribute__(self, name: str):
-        fields = REVEALS.get(name)
-        if fields is not None:
-            reads = _reads.get()
-            if reads is not None:
-                reads.update(fields)
-        return super().__getattribute__(name)
-
-    @classmethod
-    def of(cls, r: Resolved) -> "Watched":
-        return cls(*(object.__getattribute__(r, f) for f in Resolved.__dataclass_fields__))
-
-
-@contextlib.contextmanager
-def reading():
-    """The set of scenario fields read by Watched scenarios while the block runs."""
-    reads: set[str] = set()
-    token = _reads.set(reads)
-    try:
-        yield reads
-    finally:
-        _reads.reset(token)
-
-
-def unfit_reason(r: Resolved, with_draft: bool) -> str | None:
-    """Why the scenario cannot run, in a reader's words, or None when it can.
-
-    It runs when its models split into whole heads over its cards (tensor parallelism) and their
-    weights, plus one request's cache at its context, fit in the cards' memory less the reserve
-    (models.kvcache.fits). The draft counts when the page runs it (`with_draft`).
-    """
-    models = [r.target] + ([r.draft] if with_draft else [])
-    for m in models:
-        if not kvcache.tensor_parallel(m, r.cards):
-            return (f"{m.name} does not split over {r.cards} cards: its {m.heads} heads and {m.kv_heads} "
-                    f"KV heads must divide evenly")
-    draft = r.draft if with_draft else None
-    if kvcache.fits(r.acc, r.target, r.cards, r.context, draft, precision=r.precision):
-        return None
-    who = f"{r.target.name} and its {r.draft.name} draft" if draft else r.target.name
-    fmt = f" in {r.precision.weights.name}" if r.precision.weights.key != "bf16" else ""
-    need = int(kvcache.min_cards(r.acc, r.target, r.context, draft, precision=r.precision))
-    if need:
-        return f"{who}{fmt} need{'' if draft else 's'} {need} × {r.acc.name} at {r.context:,} tokens of context"
-    most = kvcache.tensor_parallel_sizes(*models)[-1]
-    return f"{who}{fmt} do{'' if draft else 'es'} not fit on {most} × {r.acc.name}, the most {'they split' if draft else 'it splits'} over"
-
-
 def check_scenario_value(field: str, value: Any, catalogue: Catalogue, path: str, line: int) -> Any:
     return FIELD[field].check(value, catalogue, path, line)
 
 
-def default_scenario(catalogue: Catalogue) -> Scenario:
-    """The scenario every page starts from, set once for the site in the catalogue."""
+def read_default_scenario(catalogue: Catalogue) -> Scenario:
+    """The scenario every page starts from, as the catalogue sets it for the site; whether it can
+    run is checked where scenarios meet the models (compute/resolved.default_scenario)."""
     raw, path = catalogue.defaults.get("scenario"), catalogue.path
     line = catalogue.defaults.line_of("scenario") if isinstance(catalogue.defaults, SourceMap) else 1
     if not isinstance(raw, SourceMap):
@@ -360,11 +227,7 @@ def default_scenario(catalogue: Catalogue) -> Scenario:
     for key in raw:
         if key not in FIELD:
             raise SourceError(path, raw.line_of(key), f"unknown scenario key {key!r}; {closest(key, SCENARIO_FIELDS)}")
-    scenario = Scenario(**{f: check_scenario_value(f, raw[f], catalogue, path, raw.line_of(f)) for f in SCENARIO_FIELDS})
-    why = unfit_reason(scenario.resolve(catalogue), with_draft=True)
-    if why:
-        raise SourceError(path, raw.line, f"the default scenario cannot run: {why}")
-    return scenario
+    return Scenario(**{f: check_scenario_value(f, raw[f], catalogue, path, raw.line_of(f)) for f in SCENARIO_FIELDS})
 
 
 def parse_scenario(raw: Any, path: str, line: int, base: Scenario, catalogue: Catalogue) -> Scenario:
@@ -390,5 +253,5 @@ def expect_mapping(raw: Any, path: str, line: int, what: str, allowed: tuple[str
     return raw
 
 
-__all__ = ["Slider", "Scenario", "ScenarioField", "SCENARIO_TABLE", "SCENARIO_FIELDS", "default_scenario", "Resolved", "parse_slider", "parse_sliders", "parse_scenario",
+__all__ = ["Slider", "Scenario", "ScenarioField", "SCENARIO_TABLE", "SCENARIO_FIELDS", "read_default_scenario", "parse_slider", "parse_sliders", "parse_scenario",
            "expect_mapping", "line_of", "MAX_SLIDER_POSITIONS"]

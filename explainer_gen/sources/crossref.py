@@ -2,14 +2,13 @@
 
 `CrossRefs.collect` reads every page, checks every citation, glossary marker, placeholder
 and `read_next` item against the bibliography, the glossary and the other pages, and
-raises a SourceError (file and line) at the first mistake. The render methods then only
-substitute what was checked. No MkDocs here: URLs arrive as plain strings.
+raises a SourceError (file and line) at the first mistake. render/refs.py then only writes what
+was checked. No MkDocs here.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from models.yamlsource import SourceError, load_yaml
 
@@ -17,7 +16,6 @@ from . import citations
 from . import glossary as gl
 from . import links
 from .bibliography import Bibliography, load_bibliography
-from ..render.feed import ATOM_PATH, atom_xml, feed_markdown
 from .glossary import Glossary, load_glossary
 from .links import PageInfo
 from .markdown import scan_fences, split_front_matter
@@ -33,7 +31,8 @@ class Source:
     text: str
 
 
-def _skip_lines(lines: list[str], path: str, front_lines: int = 0) -> set[int]:
+def skip_lines(lines: list[str], path: str, front_lines: int = 0) -> set[int]:
+    """The lines no cross-reference is read from: fenced blocks, and the front matter's `front_lines`."""
     try:
         _, inside = scan_fences(lines)
     except SourceError as exc:
@@ -71,7 +70,7 @@ class CrossRefs:
             if not isinstance(meta, dict):
                 meta = {}
             lines = src.text.split("\n")
-            skip = _skip_lines(lines, src.path, offset)
+            skip = skip_lines(lines, src.path, offset)
             info = PageInfo(src.src_uri, src.path, links.page_title(meta, lines, skip, src.src_uri),
                             links.page_description(meta))
             info.placeholders = links.find_placeholders(lines, skip, src.path)
@@ -95,61 +94,3 @@ class CrossRefs:
         for uri, items in raw_next.items():
             pages[uri].read_next = links.resolve_read_next(items, pages, bib, has_feed, pages[uri].path, uri)
         return cls(bib, glossary, pages, list(nav_order))
-
-    # -- rendering; `urls` maps src_uri -> site URL, `rel` makes a site URL page-relative --
-
-    def markdown(self, src_uri: str, markdown: str, urls: dict[str, str], rel: Callable[[str], str],
-                 path: str) -> str:
-        info = self.pages.get(src_uri)
-        if info is None:
-            return markdown
-        href = self._href(urls, rel)
-        lines = markdown.split("\n")
-        skip = _skip_lines(lines, path)
-        markdown = citations.substitute_citations(markdown, skip, self.bib, path)
-        if self.glossary_page:
-            markdown = gl.substitute_markers(markdown, skip, self.glossary,
-                                             lambda t: href(self.glossary_page, t.anchor), path)
-        lines = markdown.split("\n")
-        for i, line in enumerate(lines):
-            m = links.PLACEHOLDER.match(line) if i not in skip else None
-            if m:
-                lines[i] = self._placeholder(m.group("name"), href, urls, rel)
-        markdown = "\n".join(lines)
-        tail = []
-        if info.cites:
-            feed = (lambda key: href(self.feed_page, key)) if self.feed_page else (lambda key: None)
-            tail += ["## References", "", citations.references_html(info.cites, self.bib, feed), ""]
-        if info.read_next:
-            tail += ["## Read next", "", links.read_next_html(info.read_next, self.pages, self.bib, href), ""]
-        if tail:
-            markdown = markdown.rstrip("\n") + "\n\n" + "\n".join(tail)
-        return markdown
-
-    def html(self, src_uri: str, html: str, urls: dict[str, str], rel: Callable[[str], str]) -> str:
-        """Link the first use of each glossary term on an explainer."""
-        info = self.pages.get(src_uri)
-        if info is None or not info.is_explainer or not self.glossary_page or src_uri == self.glossary_page:
-            return html
-        href = self._href(urls, rel)
-        return gl.autolink_html(html, self.glossary, lambda t: href(self.glossary_page, t.anchor))
-
-    def atom(self, site_name: str, site_url: str | None, urls: dict[str, str]) -> str:
-        feed_url = urls.get(self.feed_page, "") if self.feed_page else ""
-        titles = {k: [("", self.pages[u].title) for u in v] for k, v in self.cited_in.items()}
-        return atom_xml(self.bib, site_name, site_url, feed_url, titles)
-
-    def _href(self, urls: dict[str, str], rel: Callable[[str], str]) -> Callable[[str, str], str]:
-        def href(src_uri: str, anchor: str = "") -> str:
-            if src_uri == "@feed":
-                src_uri = self.feed_page
-            return rel(urls[src_uri]) + (f"#{anchor}" if anchor else "")
-        return href
-
-    def _placeholder(self, name: str, href, urls: dict[str, str], rel) -> str:
-        if name == "feed":
-            cited = {k: [(href(u), self.pages[u].title) for u in v] for k, v in self.cited_in.items()}
-            return feed_markdown(self.bib, cited, rel(ATOM_PATH), rel(BIB_PATH) if len(self.bib) else None)
-        if name == "glossary":
-            return gl.glossary_markdown(self.glossary)
-        return "\n" + links.explainers_html(self.explainers, href) + "\n"

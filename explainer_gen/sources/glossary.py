@@ -9,11 +9,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 from models.yamlsource import SourceError, SourceMap, closest, load_yaml
 
-from ..render.markup import card, esc, md_safe
 from .scan import prose_matches
 
 TERM_KEYS = ("term", "definition", "anchor", "aliases")
@@ -140,112 +139,5 @@ def check_markers(lines: list[str], skip: set[int], glossary: Glossary, path: st
     return found
 
 
-def term_html(term: Term, shown_html: str, href: str, card_id: str, markdown: bool) -> str:
-    """A term linked to its glossary entry, with its definition on hover and focus."""
-    text = md_safe if markdown else esc
-    link = (f'<a class="eg-term-link" href="{esc(href)}" data-eg-term="{esc(term.anchor)}" '
-            f'aria-describedby="{esc(card_id)}">{shown_html}</a>')
-    return card("term", f'<strong>{text(term.heading)}</strong>: {text(term.definition)}', link, card_id)
 
 
-def substitute_markers(markdown: str, skip: set[int], glossary: Glossary, href: Callable[[Term], str],
-                       path: str) -> str:
-    """Replace each `[[...]]` in the Markdown MkDocs hands over with its linked term."""
-    lines = markdown.split("\n")
-    markers = list(find_markers(lines, skip))
-    for n, marker in reversed(list(enumerate(markers))):
-        term = glossary.lookup(marker.name)
-        if term is None:  # added after the checks ran, by another plugin
-            raise SourceError(path, marker.line, f"unknown glossary term {marker.name!r}")
-        i = marker.line - 1
-        html_ = term_html(term, md_safe(marker.shown), href(term), f"eg-def-m{n + 1}", markdown=True)
-        lines[i] = lines[i][:marker.start] + html_ + lines[i][marker.end:]
-    return "\n".join(lines)
-
-
-# -- automatic links, on the rendered HTML --
-
-_TOKEN = re.compile(r"<!--.*?-->|<[^>]*>", re.S)
-_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
-         "track", "wbr"}
-# Elements whose text is never auto-linked.
-_SKIP_TAGS = {"a", "code", "pre", "kbd", "samp", "script", "style", "svg", "math", "button", "select",
-              "option", "textarea", "label", "summary", "figure", "figcaption", "sup", "abbr", "dt",
-              "h1", "h2", "h3", "h4", "h5", "h6", "nav", "caption", "th"}
-_SKIP_CLASS = re.compile(r"\b(?:eg-[\w-]+|arithmatex|admonition-title|headerlink|footnote)\b")
-_TAG = re.compile(r"<\s*(/)?\s*([a-zA-Z][\w-]*)([^>]*?)(/)?\s*>", re.S)
-_CLASS = re.compile(r"""\bclass\s*=\s*(?:"([^"]*)"|'([^']*)'|(\S+))""")
-
-
-def autolink_html(html_: str, glossary: Glossary, href: Callable[[Term], str]) -> str:
-    """Link the first plain use of each term in rendered HTML, where prose may hold a link.
-
-    A term the author already marked counts as used where the marker stands. Text inside
-    code, headings, links, figures, captions and our own widgets is left alone.
-    """
-    if not glossary or glossary.pattern is None:
-        return html_
-    seen: set[str] = set()
-    stack: list[tuple[str, bool]] = []
-    out: list[str] = []
-    count = 0
-    pos = 0
-    for m in _TOKEN.finditer(html_):
-        text = html_[pos:m.start()]
-        if text:
-            if any(skip for _, skip in stack):
-                out.append(text)
-            else:
-                linked, count = _link_text(text, glossary, href, seen, count)
-                out.append(linked)
-        tag = m.group()
-        out.append(tag)
-        pos = m.end()
-        t = _TAG.match(tag)
-        if not t:
-            continue
-        closing, name, attrs, selfclose = t.group(1), t.group(2).lower(), t.group(3), t.group(4)
-        if "data-eg-term=" in attrs:
-            found = re.search(r'data-eg-term="([^"]*)"', attrs)
-            if found:
-                seen.add(found.group(1))
-        if closing:
-            for j in range(len(stack) - 1, -1, -1):
-                if stack[j][0] == name:
-                    del stack[j:]
-                    break
-        elif name not in _VOID and not selfclose:
-            cls = _CLASS.search(attrs)
-            classes = next((g for g in cls.groups() if g), "") if cls else ""
-            stack.append((name, name in _SKIP_TAGS or bool(_SKIP_CLASS.search(classes))))
-    tail = html_[pos:]
-    if tail and not any(skip for _, skip in stack):
-        tail, count = _link_text(tail, glossary, href, seen, count)
-    out.append(tail)
-    return "".join(out)
-
-
-def _link_text(text: str, glossary: Glossary, href, seen: set[str], count: int) -> tuple[str, int]:
-    pieces, last = [], 0
-    for m in glossary.pattern.finditer(text):
-        term = glossary.lookup(m.group())
-        if term is None or term.anchor in seen:
-            continue
-        seen.add(term.anchor)
-        count += 1
-        pieces.append(text[last:m.start()])
-        pieces.append(term_html(term, m.group(), href(term), f"eg-def-a{count}", markdown=False))
-        last = m.end()
-    pieces.append(text[last:])
-    return "".join(pieces), count
-
-
-def glossary_markdown(glossary: Glossary) -> str:
-    """The glossary page's body: one heading per term (so search finds it), then its definition."""
-    out = []
-    for t in glossary.terms:
-        out += [f"## {md_safe(t.heading)} {{ #{t.anchor} }}", "",
-                f'<div class="eg-definition" data-eg-term-entry="{esc(t.anchor)}"><p>{esc(t.definition)}</p>'
-                + (f'<p class="eg-aliases">Also written: {esc(", ".join(t.aliases))}</p>' if t.aliases else "")
-                + "</div>", ""]
-    return "\n".join(out)

@@ -10,12 +10,11 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from models.yamlsource import SourceError, SourceMap, closest, line_of
 
-from .bibliography import Bibliography, author_list_short
-from ..render.markup import esc
+from .bibliography import Bibliography
 
 EXPLAINERS_DIR = "explainers/"
 # A line holding only `<!-- explainer: NAME -->` is replaced by generated content.
@@ -176,47 +175,3 @@ def resolve_read_next(items: list[tuple[str, int, str]], pages: dict[str, PageIn
     return out
 
 
-# Read next groups, always in this order whatever the order in front matter: the explainers
-# that continue the argument, then the papers, then any other page (such as the glossary).
-READ_NEXT_GROUPS = (("explainers", "Explainers"), ("papers", "From the feed"), ("pages", "Elsewhere on the site"))
-
-
-def read_next_kind(item: ReadNext, pages: dict[str, PageInfo]) -> str:
-    if item.is_paper:
-        return "papers"
-    return "explainers" if pages[item.target].is_explainer else "pages"
-
-
-def read_next_html(items: list[ReadNext], pages: dict[str, PageInfo], bib: Bibliography,
-                   href: Callable[[str, str], str]) -> str:
-    """Groups by kind, as in READ_NEXT_GROUPS; within a group, the order of the front matter.
-
-    Each entry shows its title and the author's `why`, else the target page's description or,
-    for a paper, its authors, year and note. `href(src_uri, anchor)` gives a page-relative
-    URL; for papers the src_uri is "@feed".
-    """
-    def entry(r: ReadNext) -> str:
-        if r.is_paper:
-            paper = bib[r.target]
-            link, title = href("@feed", r.target), paper.title
-            text = f"{author_list_short(paper.surnames)}, {paper.year}. {r.why or paper.note}"
-        else:
-            link, title, text = href(r.target, ""), pages[r.target].title, r.why or pages[r.target].description
-        return (f'<li><a href="{esc(link)}">{esc(title)}</a>' + (f"<p>{esc(text)}</p>" if text else "")
-                + "</li>")
-
-    groups = []
-    for kind, label in READ_NEXT_GROUPS:
-        members = [r for r in items if read_next_kind(r, pages) == kind]
-        if members:
-            groups.append(f'<li class="eg-read-next-group" data-eg-kind="{kind}">'
-                          f'<span class="eg-read-next-kind">{esc(label)}</span>'
-                          f'<ul>{"".join(entry(r) for r in members)}</ul></li>')
-    return f'<ul class="eg-read-next">{"".join(groups)}</ul>'
-
-
-def explainers_html(pages: list[PageInfo], href: Callable[[str, str], str]) -> str:
-    """The home page's list of explainers with their descriptions."""
-    lis = "".join(f'<li><a href="{esc(href(p.src_uri, ""))}">{esc(p.title)}</a>'
-                  + (f'<p>{esc(p.description)}</p>' if p.description else "") + "</li>" for p in pages)
-    return f'<ul class="eg-explainers">{lis}</ul>'

@@ -36,7 +36,8 @@ from typing import ClassVar, Iterable, Mapping
 
 import numpy as np
 
-from ...sources.controls import SCENARIO_FIELDS, Resolved, Slider
+from ...sources.controls import SCENARIO_FIELDS, Slider
+from ..resolved import Resolved
 from ..numbers import Format, plural as plural_of
 
 

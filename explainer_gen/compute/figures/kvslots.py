@@ -9,7 +9,8 @@ import numpy as np
 
 from models import kvcache
 
-from ...sources.controls import Resolved, Slider
+from ...sources.controls import Slider
+from ..resolved import Resolved
 from .base import alt, Columns, count, FigureKind, register, table_data, TableView
 from .longform import part, stack
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from models import estimate
 
-from ...sources.controls import Resolved
+from ..resolved import Resolved
 from ...theme import colour
 from .base import alt, Columns, TableView
 from .longform import part

@@ -10,7 +10,8 @@ import numpy as np
 
 from models import papers
 
-from ...sources.controls import Resolved, Slider
+from ...sources.controls import Slider
+from ..resolved import Resolved
 from .base import alt, Columns, FigureKind, register, table_data, TableView
 
 LEVIATHAN = "Leviathan et al., Table 1"

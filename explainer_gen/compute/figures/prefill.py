@@ -16,7 +16,8 @@ import numpy as np
 
 from models import prefill, roofline
 
-from ...sources.controls import Resolved, Slider
+from ...sources.controls import Slider
+from ..resolved import Resolved
 from ...theme import colour
 from .base import alt, Columns, FigureKind, register, rows_at, slider_params, table_data, TableView
 from ..sliders import PHASE_SLIDERS

@@ -9,7 +9,8 @@ import numpy as np
 
 from models import sampling, speculative
 
-from ...sources.controls import Resolved, Slider
+from ...sources.controls import Slider
+from ..resolved import Resolved
 from ...theme import colour
 from .base import alt, Columns, FigureKind, register, rows_at, slider_filter, slider_params, table_data, TableView
 from .sampling_check import DRIFT

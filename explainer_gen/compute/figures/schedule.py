@@ -11,7 +11,8 @@ import numpy as np
 
 from models import batching
 
-from ...sources.controls import Resolved, Slider
+from ...sources.controls import Slider
+from ..resolved import Resolved
 from ...theme import BOLD, colour
 from .base import alt, Columns, count, FigureKind, register, rows_at, slider_filter, slider_params, table_data, TableView
 from .longform import part, stack

@@ -11,7 +11,8 @@ import numpy as np
 
 from models import serving
 
-from ...sources.controls import Resolved, Slider
+from ...sources.controls import Slider
+from ..resolved import Resolved
 from ...theme import BOLD, colour
 from ..sliders import CHUNK, PREFIX, RATE
 from . import overlay

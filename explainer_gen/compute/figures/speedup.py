@@ -5,7 +5,8 @@ import numpy as np
 
 from models import speculative
 
-from ...sources.controls import Resolved, Slider
+from ...sources.controls import Slider
+from ..resolved import Resolved
 from ...theme import colour
 from .base import alt, Columns, FigureKind, grid_product, register, rows_at, slider_filter, slider_params, table_data, TableView
 

@@ -12,7 +12,8 @@ import numpy as np
 
 from models import roofline
 
-from ...sources.controls import Resolved, Slider
+from ...sources.controls import Slider
+from ..resolved import Resolved
 from ...theme import colour
 from . import overlay
 from .base import alt, Columns, FigureKind, register, table_data, TableView

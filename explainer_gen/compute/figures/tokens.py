@@ -7,7 +7,8 @@ import numpy as np
 
 from models import roofline, speculative
 
-from ...sources.controls import Resolved, Slider
+from ...sources.controls import Slider
+from ..resolved import Resolved
 from ...theme import BOLD
 from .base import alt, Columns, count, FigureKind, register, rows_at, slider_filter, slider_params, table_data, TableView
 

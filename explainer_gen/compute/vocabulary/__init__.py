@@ -14,7 +14,7 @@ from typing import Callable, Iterable
 
 from models.catalogue import Catalogue
 
-from ...sources.controls import Resolved
+from ..resolved import Resolved
 from . import arithmetic, batching, kv, measured, papers, realistic, roofline, sampler, scenario, serving, speculative, trees
 from .registry import DEPENDENCIES, Registry, Term, TermError, Topic
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from models import batching
 
-from ...sources.controls import Resolved
+from ..resolved import Resolved
 from .registry import Topic
 
 topic = Topic("batching")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from models import kvcache
 from models.catalogue import Catalogue
 
-from ...sources.controls import Resolved
+from ..resolved import Resolved
 from .registry import Topic
 from .scenario import model
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from models import estimate as fitted_estimate
 
-from ...sources.controls import Resolved
+from ..resolved import Resolved
 from .registry import Topic
 from .speculative import priced_speedup
 

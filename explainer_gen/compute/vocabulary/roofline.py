@@ -11,7 +11,7 @@ from models.catalogue import Catalogue
 from models.precision import WEIGHT_FORMATS
 from models import roofline
 
-from ...sources.controls import Resolved
+from ..resolved import Resolved
 from .registry import Topic
 
 topic = Topic("roofline")

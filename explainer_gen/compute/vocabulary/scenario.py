@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from models.catalogue import LLM, Catalogue
 
-from ...sources.controls import Resolved, default_scenario
+from ..resolved import Resolved, default_scenario
 from .registry import Topic
 
 topic = Topic("scenario")

@@ -9,7 +9,7 @@ import numpy as np
 
 from models import serving
 
-from ...sources.controls import Resolved
+from ..resolved import Resolved
 from ..sliders import CHUNK, PREFIX, RATE
 from .registry import Topic
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from models import estimate, speculative
 
-from ...sources.controls import Resolved
+from ..resolved import Resolved
 from ..figures import tokens
 from .registry import Topic
 

@@ -10,7 +10,7 @@ import numpy as np
 from models import drafts, sampling, speculative, trees
 from models.catalogue import LLM, Catalogue
 
-from ...sources.controls import Resolved
+from ..resolved import Resolved
 from .papers import published_entry
 from .registry import Topic
 from .speculative import memory_cap

@@ -17,7 +17,7 @@ from stat import S_ISREG
 
 import models
 
-PACKAGE_ROOT = Path(__file__).parents[1]
+PACKAGE_ROOT = Path(__file__).parent
 MODELS_ROOT = Path(models.__file__).parent
 
 
