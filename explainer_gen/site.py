@@ -41,7 +41,7 @@ from .sources.crossref import CrossRefs, Source
 from .render.feed import ATOM_PATH
 from .render.blocks import figure_html, page_root_html, place_pictures, static_picture, substitute_numbers
 from .render.chrome import Chrome
-from .render import refs
+from .render import mathml, refs
 from .compute.numbers import NumberResult
 from .compute.pages import FENCE_NAME, PageBuild, build_page, split_front_matter
 from .compute.timing import Timing
@@ -49,6 +49,8 @@ from .compute import assumptions, workers
 
 ASSETS = "assets/explainer"
 CSS_PATH = f"{ASSETS}/explainer.css"
+# Fences the render layer reads, checked when a page is collected (compute/pages.build_page).
+FENCE_CHECKS = {mathml.FENCE["name"]: mathml.check_fence}
 
 
 @dataclass(frozen=True)
@@ -243,7 +245,8 @@ class SiteBuild:
             mine = share is None or share == workers.NUMBERS
             return self._number(identity, make) if mine else workers.ELSEWHERE_NUMBER
         with self._reading() as results:
-            page = build_page(p.text, p.path, self.catalogue, figure, self.budget, number, self.timing, assumptions)
+            page = build_page(p.text, p.path, self.catalogue, figure, self.budget, number, self.timing, assumptions,
+                              FENCE_CHECKS)
         if share is not None and 0 <= share < len(page.figures):
             self._figure_files(page.figures[share])  # its site files too, into the cache
         if share is None:
@@ -302,7 +305,8 @@ class SiteBuild:
             return workers.ELSEWHERE_NUMBER
         try:
             with self._reading() as results:
-                page = build_page(p.text, p.path, self.catalogue, figure, self.budget, number, assumed=assumptions)
+                page = build_page(p.text, p.path, self.catalogue, figure, self.budget, number, assumed=assumptions,
+                                  fence_checks=FENCE_CHECKS)
         except SourceError:
             return []  # the build's own pass reports it, with its file and line
         if not missing:

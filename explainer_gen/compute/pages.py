@@ -11,12 +11,11 @@ import re
 
 import numpy as np
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from models.catalogue import Catalogue
 from models.yamlsource import SourceError, SourceMap, closest, load_yaml
 
-from ..render import mathml
 from .artifacts import FigureArtifacts, FigureRequest
 from ..sources.controls import FIELD, SCENARIO_FIELDS, Scenario, Slider, check_scenario_value, expect_mapping, parse_scenario, parse_sliders
 from .resolved import Watched, default_scenario, resolve, unfit_reason
@@ -174,10 +173,13 @@ def _no_memory(identity: dict, make: Callable[[], NumberResult]) -> NumberResult
 def build_page(source: str, path: str, catalogue: Catalogue,
                make_figure: Callable[[FigureRequest], FigureArtifacts], budget_bytes: int,
                remember: Callable[[dict, Callable[[], NumberResult]], NumberResult] = _no_memory,
-               timing: Timing | None = None, assumed: Any = None) -> PageBuild:
+               timing: Timing | None = None, assumed: Any = None,
+               fence_checks: Mapping[str, Callable[[Fence, str], None]] = {}) -> PageBuild:
     """Check and compute one page. `remember(identity, make)` may serve numbers from a cache;
     `timing` counts the time its numbers spend in the models; with `assumed` (the module
-    `compute.assumptions`), every choice of words is checked across the assumed constants' ranges."""
+    `compute.assumptions`), every choice of words is checked across the assumed constants' ranges;
+    a fence of a language in `fence_checks` (the maths, which the render layer reads) is handed to
+    its check with the page's path, which raises SourceError at its line."""
     front, offset = split_front_matter(source)
     meta = load_yaml(front, path, 2) if front is not None else {}
     if front is not None and meta is not None and not isinstance(meta, dict):
@@ -192,11 +194,8 @@ def build_page(source: str, path: str, catalogue: Catalogue,
     page = PageBuild(path, controls)
 
     for fence in fences:
-        if fence.lang == mathml.FENCE["name"]:
-            try:
-                mathml.to_mathml(fence.body)
-            except mathml.MathError as exc:  # at the formula's own line when it is known
-                raise SourceError(path, fence.body_line + exc.line - 1 if exc.line else fence.line, str(exc)) from None
+        if fence.lang in fence_checks:
+            fence_checks[fence.lang](fence, path)
     anchors: dict[str, int] = {}
     for fence in (f for f in fences if f.lang == FENCE_NAME):
         request, scenario_map = parse_figure(fence, path, controls, catalogue)

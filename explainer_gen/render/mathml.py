@@ -7,10 +7,6 @@ own tokenizer, and refuses it with a ValueError naming the mistake and where it 
 """
 from __future__ import annotations
 
-from .markup import esc
-
-from ..sources.markdown import MATH_FENCE_NAME
-
 import difflib
 import itertools
 import re
@@ -21,6 +17,11 @@ from latex2mathml.converter import MOVABLE_LIMIT_TEXTS, OPERATORS, convert
 from latex2mathml.symbols_parser import SYMBOLS
 from latex2mathml.tokenizer import PATTERN
 from pymdownx.superfences import SuperFencesException
+
+from models.yamlsource import SourceError
+
+from ..sources.markdown import MATH_FENCE_NAME
+from .markup import esc
 
 
 class MathError(ValueError):
@@ -123,6 +124,15 @@ _ERRORS = {  # latex2mathml's own complaints, for what the checks below leave to
     "InvalidWidthError": r"the width argument of \skew must be a whole number",
     "NoAvailableTokensError": "a command is missing its argument",
 }
+
+
+def check_fence(fence, path: str) -> None:
+    """A math fence of the page at `path` (a sources.markdown.Fence) that cannot be converted fails
+    with SourceError at the formula's own line when it is known, else at the fence's."""
+    try:
+        to_mathml(fence.body)
+    except MathError as exc:
+        raise SourceError(path, fence.body_line + exc.line - 1 if exc.line else fence.line, str(exc)) from None
 
 
 def to_mathml(source: str) -> str:
