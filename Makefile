@@ -9,7 +9,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: serve test test-unit test-site test-browser chromium build zensical zensical-serve bench clean
+.PHONY: serve test lint test-unit test-site test-browser chromium build zensical zensical-serve bench clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -36,8 +36,12 @@ serve: $(VENV)/.installed
 WORKERS ?= auto
 PYTEST := $(PY) -m pytest -n $(WORKERS) --dist worksteal
 
-test: $(VENV)/.installed chromium
+test: $(VENV)/.installed chromium lint
 	$(PYTEST) $(PYTEST_ARGS)
+
+# The pipeline's layers and no import circle (pyproject.toml's [tool.importlinter]); about a second.
+lint: $(VENV)/.installed
+	$(VENV)/bin/lint-imports
 
 test-unit: $(VENV)/.installed
 	$(PYTEST) -m unit $(PYTEST_ARGS)

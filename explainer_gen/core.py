@@ -1,6 +1,7 @@
 """Everything a build runs, loaded together, and the hashes of the source files as they were loaded.
 
-The MkDocs plugin reaches the models and the generator only through this module, so that one
+Hosts (the MkDocs plugin, the Zensical host, a worker process) reach the models and the
+generator only through this module and the adapter it loads (`host`), so that one
 long-lived process (`mkdocs serve`) can load a fresh copy when their code changes on disk, and
 so that the cache is keyed by the code that actually ran, never by files edited after loading
 (see `fresh` below and compute/codegraph.py).
@@ -14,19 +15,13 @@ from . import cache
 
 _before = cache.source_hashes()
 
-from models.catalogue import CATALOGUE_PATH, Catalogue, load_catalogue  # noqa: E402
-from models.yamlsource import SourceError  # noqa: E402
+from models.yamlsource import SourceError  # noqa: E402,F401
 
-from . import theme  # noqa: E402,F401
-from .client import contract  # noqa: E402,F401
-from .render import mathml, superfence  # noqa: E402,F401
-from .compute.artifacts import FigureArtifacts, FigureRequest, build_figure  # noqa: E402,F401
-from .cache import MODELS_ROOT, PACKAGE_ROOT  # noqa: E402,F401
-from .compute.codegraph import CodeGraph, CodeKeys  # noqa: E402
+from . import host  # noqa: E402,F401
+from .cache import MODELS_ROOT, PACKAGE_ROOT  # noqa: E402
 from .client.bundle import machine_cache  # noqa: E402
-from .markdown_ext import ExplainerExtension  # noqa: E402,F401
-from .site import CSS_PATH, Memory, PageSource, SiteBuild  # noqa: E402,F401
-from .compute.workers import default_workers  # noqa: E402,F401
+from .compute.codegraph import CodeGraph, CodeKeys  # noqa: E402
+from .site import Memory, PageSource, Settings, SiteBuild  # noqa: E402,F401
 from .staging import Staging, WarningCount  # noqa: E402,F401
 
 # The hashes of the code loaded above; None if a file changed while it was being loaded.

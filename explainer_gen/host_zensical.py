@@ -51,26 +51,24 @@ def load(config_file: Path):
 
 def collect(config_file: Path):
     """A collected SiteBuild for the project, and the files it generates. SourceError on a mistake."""
-    from mkdocs.structure.files import File
-
-    from .plugin import _nav_paths
+    from mkdocs.structure.files import get_files
 
     config_file = Path(config_file).resolve()
     cfg = load(config_file)
     core = importlib.import_module(f"{__package__}.core")
-    opts = cfg.plugins["explainer"].config
-    root, docs = config_file.parent, Path(cfg.docs_dir)
-    site = core.SiteBuild(
-        root=root, docs_dir=docs, catalogue_path=Path(opts.catalogue or core.CATALOGUE_PATH),
-        cache_dir=root / opts.cache_dir if opts.cache_dir else None, data_budget_kb=opts.data_budget_kb,
-        code=core.CODE, workers=opts.workers or core.default_workers(), links="source")
-    pages = []
-    for path in sorted(docs.rglob("*.md")):
-        src_uri = path.relative_to(docs).as_posix()
-        url = File(src_uri, str(docs), cfg.site_dir, cfg.use_directory_urls).url
-        pages.append(core.PageSource(src_uri, os.path.relpath(path, root), url, path.read_text(encoding="utf-8")))
-    generated = site.collect(pages, _nav_paths(cfg.nav or []), cfg.site_name, cfg.site_url)
+    site = core.SiteBuild(core.host.settings(cfg, cfg.plugins["explainer"].config, links="source"), core.CODE)
+    generated = core.host.collect(site, cfg, get_files(cfg))
     return site, generated, cfg
+
+
+def converting(md) -> str | None:
+    """The src_uri of the page Zensical is converting with `md`: Zensical (0.0.73) hands each
+    page's context to the Markdown instance through its own preprocessor, whose page `path` is the
+    page's path under the docs folder. None when there is none (text that is no page)."""
+    from zensical.extensions.context import ContextPreprocessor
+
+    context = ContextPreprocessor.from_markdown(md)
+    return getattr(getattr(context, "page", None), "path", None)
 
 
 class _Host(Extension):
@@ -86,7 +84,7 @@ class _Host(Extension):
             _SITES[config_file] = collect(Path(config_file))[0]
         site = _SITES[config_file]
         core = importlib.import_module(f"{__package__}.core")
-        core.ExplainerExtension(lambda: site, lambda: None).extendMarkdown(md)
+        core.host.ExplainerExtension(lambda: site, converting).extendMarkdown(md)
 
 
 def makeExtension(**kwargs) -> Extension:  # noqa: N802 (Python-Markdown's name)
@@ -99,7 +97,7 @@ _NAME = "!!python/name:"
 def derived_config(cfg, config_file: Path, site_dir: str = "site") -> str:
     """`mkdocs.yml` as Zensical needs it: this module and the explainer fences listed as Markdown
     extensions, the stylesheet linked, the folders absolute, and the plugins left out."""
-    from .render import mathml, superfence
+    from .host import FENCES
     from .site import CSS_PATH
 
     raw = yaml.load(config_file.read_text(encoding="utf-8"), Loader=_Loader) or {}
@@ -115,7 +113,7 @@ def derived_config(cfg, config_file: Path, site_dir: str = "site") -> str:
                   if (next(iter(e)) if isinstance(e, dict) else e) != "pymdownx.superfences"]
     fences = [{"name": f["name"], "class": f["class"],
                "format": f"{_NAME}{f['format'].__module__}.{f['format'].__name__}"}
-              for f in (superfence.FENCE, mathml.FENCE)]
+              for f in FENCES]
     extensions += [{"pymdownx.superfences": {"custom_fences": fences}},
                    {MODULE: {"config_file": str(config_file)}}]
     if "attr_list" not in extensions:
@@ -242,15 +240,12 @@ RELOAD_SCRIPT = ("<script>(() => { if (window.__explainerReload) return; window.
 
 
 def watched(config_file: Path) -> list[Path]:
-    """What a rebuild reads: the config, the docs, the catalogue, and the code that computes
-    (the models and this package, whose edits only a new process sees)."""
-    from models.catalogue import CATALOGUE_PATH
-
-    from .cache import MODELS_ROOT, PACKAGE_ROOT
+    """What a rebuild reads: the config, the docs, and what every host watches (host.watched: the
+    catalogue and the code that computes, whose edits only a new process sees)."""
+    from . import host
 
     cfg = load(config_file)
-    catalogue = Path(cfg.plugins["explainer"].config.catalogue or CATALOGUE_PATH)
-    return [config_file, Path(cfg.docs_dir), config_file.parent / catalogue, MODELS_ROOT, PACKAGE_ROOT]
+    return [config_file, Path(cfg.docs_dir), *host.watched(host.settings(cfg, cfg.plugins["explainer"].config))]
 
 
 def snapshot(paths: list[Path]) -> dict[str, tuple[int, int]]:

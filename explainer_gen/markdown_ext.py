@@ -1,7 +1,7 @@
 """The Markdown extension through which a build reaches its pages, whichever host converts them.
 
-`ExplainerExtension(site)` takes a collected `site.SiteBuild`. For each page it converts, it
-finds the page from its text (or from the host's hint, `site_hint`), then:
+`ExplainerExtension(site, page)` takes a collected `site.SiteBuild` and a function that says which
+page the host is converting (its src_uri). For each page, then:
 
 - a preprocessor puts the page's citations, glossary terms, inline numbers and controls into
   the Markdown, and hands the `explainer` fences their figure HTML through the Markdown
@@ -28,14 +28,14 @@ class _Page(Preprocessor):
         self.ext = ext
 
     def run(self, lines: list[str]) -> list[str]:
-        site, text = self.ext.site(), "\n".join(lines)
-        src_uri = site.page_for(text, self.ext.hint())
+        site = self.ext.site()
+        src_uri = site.page(self.ext.page(self.md))
         self.md.explainer_page = src_uri
         self.md.explainer_fences = {}
         self.md.explainer_tree_done = False
         if src_uri is None:
             return lines
-        text, self.md.explainer_fences = site.render_markdown(src_uri, text)
+        text, self.md.explainer_fences = site.render_markdown(src_uri, "\n".join(lines))
         return text.split("\n")
 
 
@@ -89,13 +89,12 @@ class _TableBoxes(Treeprocessor):
 
 
 class ExplainerExtension(Extension):
-    """`site` is the build (or a function that returns the current one, for hosts that rebuild);
-    `hint` returns the src_uri of the page being converted when the host knows it."""
+    """`site` returns the build (the current one, for hosts that rebuild); `page(md)` returns the
+    src_uri of the page the host is converting with `md`, or None for text that is no page."""
 
-    def __init__(self, site: SiteBuild | Callable[[], SiteBuild], hint: Callable[[], str | None] = lambda: None):
+    def __init__(self, site: Callable[[], SiteBuild], page: Callable[[Markdown], str | None]):
         super().__init__()
-        self.site = site if callable(site) and not isinstance(site, SiteBuild) else (lambda: site)
-        self.hint = hint
+        self.site, self.page = site, page
 
     def extendMarkdown(self, md: Markdown) -> None:
         md.registerExtension(self)

@@ -1,5 +1,5 @@
-"""MkDocs hooks: a thin adapter that hands the build (site.SiteBuild) its pages and MkDocs the
-files, the Markdown extension and the finished pages.
+"""MkDocs hooks: a thin host that hands the build (site.SiteBuild, made through the adapter every
+host shares, host.py) its pages, and MkDocs the files, the Markdown extension and the finished pages.
 
 All checking and computing happens in `on_files`, before MkDocs writes anything, so a
 mistake aborts the build with the site folder as it was.
@@ -50,29 +50,17 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
             config.site_dir = str(self.staging.stage)
             self.warnings = self.core.WarningCount()
             logging.getLogger("mkdocs").addHandler(self.warnings)
-        self.root = Path(config.config_file_path or ".").resolve().parent
-        self.catalogue_path = Path(self.config.catalogue or self.core.CATALOGUE_PATH)
-        _register_fences(self.core, config)
-        config.markdown_extensions.append(self.core.ExplainerExtension(lambda: self.site, lambda: self.rendering))
-        if "attr_list" not in config.markdown_extensions:  # feed and glossary anchors
-            config.markdown_extensions.append("attr_list")
-        _pin_build_date(self.root)
-        if self.core.CSS_PATH not in config.extra_css:
-            config.extra_css.append(self.core.CSS_PATH)
+        self.settings = self.core.host.settings(config, self.config)
+        self.core.host.register(config, lambda: self.site, lambda md: self.rendering)
+        _pin_build_date(self.settings.root)
         return config
 
     def on_files(self, files: Files, *, config: MkDocsConfig) -> Files | None:
         if not self.config.enabled:
             return None
-        self.site = self.core.SiteBuild(
-            root=self.root, docs_dir=Path(config.docs_dir), catalogue_path=self.catalogue_path,
-            cache_dir=self.root / self.config.cache_dir if self.config.cache_dir else None,
-            data_budget_kb=self.config.data_budget_kb, code=self.core.CODE,
-            memory=self.memory, workers=self.config.workers or self.core.default_workers())
-        pages = [self.core.PageSource(f.src_uri, self._display_path(f), f.url, f.content_string)
-                 for f in files.documentation_pages()]
+        self.site = self.core.SiteBuild(self.settings, self.core.CODE, self.memory)
         try:
-            generated = self.site.collect(pages, _nav_paths(config.nav or []), config.site_name, config.site_url)
+            generated = self.core.host.collect(self.site, config, files)
         except self.core.SourceError as exc:
             raise PluginError(f"explainer: {exc}") from None
         if self.site.timing.workers:
@@ -129,17 +117,9 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
     def on_serve(self, server, *, config: MkDocsConfig, builder):
         if self.config.enabled:
             # Editing a model, the figure code or the catalogue must rebuild the site.
-            server.watch(str(self.core.MODELS_ROOT))
-            server.watch(str(self.core.PACKAGE_ROOT))
-            server.watch(str(self.catalogue_path))
+            for path in self.core.host.watched(self.settings):
+                server.watch(str(path))
         return server
-
-    def _display_path(self, file: File) -> str:
-        abs_path = file.abs_src_path or file.src_uri
-        try:
-            return os.path.relpath(abs_path, self.root)
-        except ValueError:
-            return abs_path
 
 
 def _pin_build_date(root: Path) -> None:
@@ -156,25 +136,3 @@ def _pin_build_date(root: Path) -> None:
         return
     if out.returncode == 0 and out.stdout.strip().isdigit():
         os.environ["SOURCE_DATE_EPOCH"] = out.stdout.strip()
-
-
-def _register_fences(core, config: MkDocsConfig) -> None:
-    """Make sure superfences knows the `explainer` and `math` fences, so authors need not list them."""
-    if "pymdownx.superfences" not in config.markdown_extensions:
-        config.markdown_extensions.append("pymdownx.superfences")
-    settings = config.mdx_configs.setdefault("pymdownx.superfences", {})
-    fences = settings.setdefault("custom_fences", [])
-    for fence in (core.superfence.FENCE, core.mathml.FENCE):
-        fences[:] = [f for f in fences if f.get("name") != fence["name"]] + [dict(fence)]
-
-
-def _nav_paths(nav) -> list[str]:
-    """Every page path in mkdocs.yml's nav, in order."""
-    out: list[str] = []
-    for item in nav if isinstance(nav, list) else [nav]:
-        for value in (item.values() if isinstance(item, dict) else [item]):
-            if isinstance(value, str):
-                out.append(value)
-            elif isinstance(value, list):
-                out += _nav_paths(value)
-    return out

@@ -43,7 +43,7 @@ from .render.blocks import figure_html, page_root_html, place_pictures, static_p
 from .render.chrome import Chrome
 from .render import mathml, refs
 from .compute.numbers import NumberResult
-from .compute.pages import FENCE_NAME, PageBuild, build_page, split_front_matter
+from .compute.pages import FENCE_NAME, PageBuild, build_page
 from .compute.timing import Timing
 from .compute import assumptions, workers
 
@@ -106,24 +106,48 @@ def relative_url(target: str, page_url: str) -> str:
     return rel + "/" if target.endswith("/") else rel
 
 
+@dataclass(frozen=True)
+class Settings:
+    """What a host tells a build (host.settings reads them from a project's configuration): the
+    project's folder, its docs, the catalogue, the cache (None: none), the most figure data a page
+    may carry, the processes that compute pages side by side (they need the cache), and what the
+    `href` and `src` the build writes into a page are relative to: the page's URL ("page": MkDocs
+    leaves such links alone), or the folder of its Markdown file ("source": Zensical rewrites
+    every relative link from there to the page's URL). Data attributes, which only the page's
+    scripts read, are always relative to the page's URL."""
+
+    root: Path
+    docs_dir: Path
+    catalogue_path: Path
+    cache_dir: Path | None = None
+    data_budget_kb: int = 100
+    workers: int = 1
+    links: str = "page"
+
+    def __post_init__(self) -> None:
+        if self.links not in ("page", "source"):
+            raise ValueError(f"links must be 'page' or 'source', got {self.links!r}")
+        for name in ("root", "docs_dir", "catalogue_path", "cache_dir"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, Path):
+                object.__setattr__(self, name, Path(value))
+
+    def to_json(self) -> dict:
+        """As a worker process receives them (compute/workers.PageJob)."""
+        return {k: str(v) if isinstance(v, Path) else v for k, v in vars(self).items()}
+
+
 class SiteBuild:
     """The store of one build. `code` gives the hashes of the code each result runs (core.CODE,
     compute/codegraph.py)."""
 
-    def __init__(self, *, root: Path, docs_dir: Path, catalogue_path: Path, cache_dir: Path | None,
-                 data_budget_kb: int, code: CodeKeys, memory: Memory | None = None, workers: int = 1,
-                 links: str = "page"):
-        self.root, self.docs_dir, self.catalogue_path = root, docs_dir, Path(catalogue_path)
-        # What the `href` and `src` the build writes into a page are relative to: the page's URL
-        # ("page": MkDocs leaves such links alone), or the folder of its Markdown file ("source":
-        # Zensical rewrites every relative link from there to the page's URL). Data attributes,
-        # which only the page's scripts read, are always relative to the page's URL.
-        if links not in ("page", "source"):
-            raise ValueError(f"links must be 'page' or 'source', got {links!r}")
-        self.links = links
-        self.cache = DiskCache(cache_dir)
-        self.budget = data_budget_kb * 1000
-        self.workers = workers  # processes that compute pages side by side (needs the disk cache)
+    def __init__(self, settings: Settings, code: CodeKeys, memory: Memory | None = None):
+        self.settings = settings
+        self.root, self.docs_dir, self.catalogue_path = settings.root, settings.docs_dir, settings.catalogue_path
+        self.links = settings.links
+        self.cache = DiskCache(settings.cache_dir)
+        self.budget = settings.data_budget_kb * 1000
+        self.workers = settings.workers
         self.code = code
         self.memory = memory or Memory()
         # A build that starts with decoded entries in memory (`mkdocs serve`) reads some of what it
@@ -137,7 +161,6 @@ class SiteBuild:
         self.page_json: dict[str, str] = {}
         self.files: dict[str, Generated] = {}
         self.chrome = Chrome.read()  # a build's own copy: `mkdocs serve` sees edited scripts
-        self._by_body: dict[str, list[str]] = {}    # digest of a page's Markdown body -> src_uris
         self._results: tuple[dict, set] | None = None  # what the page being built reads (_reading)
 
     # -- 1. collect -----------------------------------------------------------------------------
@@ -146,8 +169,6 @@ class SiteBuild:
         """Check and compute every page; the site files to add. SourceError on any author mistake."""
         self.sources = {p.src_uri: p for p in pages}
         self.urls = {p.src_uri: p.url for p in pages}
-        for p in pages:
-            self._by_body.setdefault(_body_key(_body(p.text)), []).append(p.src_uri)
         self.refs = CrossRefs.collect(self.docs_dir, os.path.relpath(self.docs_dir, self.root),
                                       [Source(p.src_uri, p.path, p.text) for p in pages], list(nav), self.cache)
         if self.refs.feed_page:
@@ -271,8 +292,7 @@ class SiteBuild:
         todo = [p for p in pages if (FENCE_NAME in p.text or "{{" in p.text)
                 and self.memory.get("page", self._page_key(p)) is None
                 and self.cache.path("pages", self._page_key(p)) is None]
-        jobs = [workers.PageJob(str(self.root), str(self.docs_dir), str(self.catalogue_path), str(self.cache.root),
-                                self.budget // 1000, self.code.fingerprint, p.src_uri, p.path, p.url, p.text, share)
+        jobs = [workers.PageJob(self.settings.to_json(), self.code.fingerprint, p.src_uri, p.path, p.url, p.text, share)
                 for p in todo for share in self._uncached_shares(p)]
         if len(jobs) < workers.MIN_JOBS:
             return
@@ -445,16 +465,10 @@ class SiteBuild:
                 f"for {keep_days:g} days" if removed else "")
 
     # -- 2. render (called by the Markdown extension) -------------------------------------------
-    def page_for(self, markdown: str, hint: str | None = None) -> str | None:
-        """The page whose Markdown body this is: `hint` if the host said which page it renders,
-        else the one page with this body. None for text that is no page of this build."""
-        if hint in self.sources:
-            return hint
-        found = self._by_body.get(_body_key(markdown), [])
-        if len(found) > 1:
-            raise ValueError(f"pages {', '.join(found)} have the same text; the host must say which "
-                             "page it renders")
-        return found[0] if found else None
+    def page(self, src_uri: str | None) -> str | None:
+        """`src_uri` if it names a page of this build (the page the host says it converts), else
+        None: text that is no page (a snippet, a docstring) is left as it is."""
+        return src_uri if src_uri in self.sources else None
 
     def render_markdown(self, src_uri: str, markdown: str) -> tuple[str, dict[str, list[str]]]:
         """The page's Markdown with citations, glossary terms, numbers and its controls in place,
@@ -510,16 +524,6 @@ class SiteBuild:
         return output
 
 
-def _body(text: str) -> str:
-    """A page's Markdown without its front matter, as hosts hand it to Markdown."""
-    front, offset = split_front_matter(text)
-    return text if front is None else "\n".join(text.split("\n")[offset:])
-
-
-def _body_key(markdown: str) -> str:
-    return digest(markdown.strip())
-
-
 def _after_title(markdown: str, block: str) -> str:
     lines = markdown.split("\n")
     for i, line in enumerate(lines):
@@ -530,4 +534,4 @@ def _after_title(markdown: str, block: str) -> str:
     return block + "\n" + markdown
 
 
-__all__ = ["SiteBuild", "PageSource", "Memory", "Generated", "relative_url", "ASSETS", "CSS_PATH"]
+__all__ = ["SiteBuild", "Settings", "PageSource", "Memory", "Generated", "relative_url", "ASSETS", "CSS_PATH"]

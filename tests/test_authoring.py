@@ -358,7 +358,7 @@ def test_a_worker_that_hangs_or_dies_leaves_its_jobs_to_the_build(monkeypatch):
     its jobs `skipped`, for the build to compute itself; the other worker's results stand."""
     from explainer_gen.compute import workers
 
-    job = workers.PageJob("/", "/", "/", "/", 100, "not this build's code", "p.md", "p.md", "p/", "x", -1)
+    job = workers.PageJob({}, "not this build's code", "p.md", "p.md", "p/", "x", -1)
     # Its fingerprint is no code's: a live worker answers at once that it skipped the job.
     assert workers.run([job], 1) == [{"skipped": "the code on disk is not the code the build loaded"}]
     # A worker that reads its job and never answers is ended by the watchdog.

@@ -13,7 +13,7 @@ import pytest
 
 from explainer_gen import core
 from explainer_gen.compute.pages import split_front_matter
-from explainer_gen.site import PageSource, SiteBuild, relative_url
+from explainer_gen.site import PageSource, Settings, SiteBuild, relative_url
 from helpers import REPO, scratch_docs
 from models import load_catalogue, roofline
 
@@ -34,22 +34,24 @@ figure: speedup-vs-batch
 @pytest.fixture
 def site(tmp_path):
     docs = scratch_docs(tmp_path, {"step.md": PAGE})
-    build = SiteBuild(root=tmp_path, docs_dir=docs, catalogue_path=REPO / "models" / "catalogue.yaml",
-                      cache_dir=None, data_budget_kb=100, code=core.CODE)
+    build = SiteBuild(Settings(root=tmp_path, docs_dir=docs, catalogue_path=REPO / "models" / "catalogue.yaml"),
+                      core.CODE)
     files = build.collect([PageSource("step.md", "docs/step.md", "step/", PAGE)])
     return build, files
 
 
-def convert(build: SiteBuild, text: str) -> tuple[str, markdown.Markdown]:
-    md = markdown.Markdown(extensions=[core.ExplainerExtension(build), "pymdownx.superfences", "attr_list"],
-                           extension_configs={"pymdownx.superfences": {"custom_fences": [dict(core.superfence.FENCE)]}})
+def convert(build: SiteBuild, text: str, page: str | None) -> tuple[str, markdown.Markdown]:
+    """`text` converted as the host converting the page `page` (its src_uri; None: no page) would."""
+    md = markdown.Markdown(extensions=[core.host.ExplainerExtension(lambda: build, lambda md: page),
+                                       "pymdownx.superfences", "attr_list"],
+                           extension_configs={"pymdownx.superfences": {"custom_fences": [dict(f) for f in core.host.FENCES]}})
     return md.convert(text), md
 
 
 def test_a_page_converted_by_markdown_alone_gets_its_figure_numbers_and_citations(site):
     build, files = site
     front, offset = split_front_matter(PAGE)
-    html, md = convert(build, "\n".join(PAGE.split("\n")[offset:]))
+    html, md = convert(build, "\n".join(PAGE.split("\n")[offset:]), "step.md")
     assert md.explainer_page == "step.md"
     cat = load_catalogue()
     step_ms = float(roofline.step_time(cat.accelerator("h100-sxm"), cat.model("llama-3-70b"), 4, 1).seconds) * 1e3
@@ -63,9 +65,12 @@ def test_a_page_converted_by_markdown_alone_gets_its_figure_numbers_and_citation
     assert relative_url(json_url, "step/") in html
 
 
-def test_text_that_is_no_page_passes_through(site):
+@pytest.mark.parametrize("page", [None, "elsewhere.md"])
+def test_text_that_is_no_page_passes_through(site, page):
+    """Text the host converts for no page (a snippet, a docstring), or for a page the build does
+    not have, is left as Markdown makes it: the page is the one the host names, never guessed."""
     build, _ = site
-    html, md = convert(build, "Just *a* note with {{ braces }}.")
+    html, md = convert(build, "Just *a* note with {{ braces }}.", page)
     assert md.explainer_page is None
     assert html == "<p>Just <em>a</em> note with {{ braces }}.</p>"
 
@@ -112,15 +117,17 @@ def test_each_markdown_table_gets_a_box_of_its_own(tmp_path):
     page's own blocks gets a box, text around it stays where it was, and tables inside other
     blocks (a note, a list) and HTML tables are left alone."""
     docs = scratch_docs(tmp_path, {"t.md": TABLES})
-    build = SiteBuild(root=tmp_path, docs_dir=docs, catalogue_path=REPO / "models" / "catalogue.yaml",
-                      cache_dir=None, data_budget_kb=100, code=core.CODE)
+    build = SiteBuild(Settings(root=tmp_path, docs_dir=docs, catalogue_path=REPO / "models" / "catalogue.yaml"),
+                      core.CODE)
     build.collect([PageSource("t.md", "docs/t.md", "t/", TABLES)])
-    md = markdown.Markdown(extensions=[core.ExplainerExtension(build), "tables", "admonition", "md_in_html"])
+    md = markdown.Markdown(extensions=[core.host.ExplainerExtension(lambda: build, lambda md: "t.md"), "tables",
+                                       "admonition", "md_in_html"])
     html = md.convert(TABLES)
     assert html.count('<div class="eg-table-box"><table>') == 1 and html.count("eg-table-box") == 1, html
     assert html.count("<table>") == 4
     assert html.index("Before.") < html.index("eg-table-box") < html.index("After, with a tail.")
     assert '<div class="eg-table-wrap"><table><tr><td>raw</td></tr></table></div>' in html
     # Text that is no page of the build is left as Markdown made it.
-    other = markdown.Markdown(extensions=[core.ExplainerExtension(build), "tables"]).convert("| x |\n|---|\n| 1 |")
+    other = markdown.Markdown(extensions=[core.host.ExplainerExtension(lambda: build, lambda md: None),
+                                          "tables"]).convert("| x |\n|---|\n| 1 |")
     assert "eg-table-box" not in other

@@ -31,11 +31,7 @@ from .numbers import NumberResult
 class PageJob:
     """What a worker needs to compute one page as the build would."""
 
-    root: str
-    docs_dir: str
-    catalogue_path: str
-    cache_dir: str
-    data_budget_kb: int
+    settings: dict          # the build's settings (site.Settings.to_json)
     code_fingerprint: str
     src_uri: str
     path: str
@@ -50,8 +46,9 @@ NUMBERS = -1
 # Fewer jobs than this are computed in the build's own process: a worker costs about a second to
 # start (its imports and vl-convert's engine), as much as three small figures.
 MIN_JOBS = 4
-# How a worker starts: this module run by the build's own Python.
-COMMAND = [sys.executable, "-m", "explainer_gen.compute.workers"]
+# How a worker starts: the worker's module (explainer_gen/worker.py, which loads the whole build as a
+# host does) run by the build's own Python.
+COMMAND = [sys.executable, "-m", "explainer_gen.worker"]
 # A job that takes longer than this (the largest take a few seconds) ends its worker, and the build
 # computes the job itself.
 JOB_SECONDS = 600.0
@@ -69,26 +66,8 @@ def default_workers() -> int:
     return max(1, min(cores, 8))
 
 
-def compute_page(job: PageJob) -> dict:
-    """In a worker: compute one share of a page into the cache. Returns what it counted, or why it
-    did nothing."""
-    from explainer_gen import core
-
-    if core.CODE is None or core.CODE.fingerprint != job.code_fingerprint:
-        return {"skipped": "the code on disk is not the code the build loaded"}
-    site = core.SiteBuild(root=Path(job.root), docs_dir=Path(job.docs_dir), catalogue_path=Path(job.catalogue_path),
-                          cache_dir=Path(job.cache_dir), data_budget_kb=job.data_budget_kb,
-                          code=core.CODE)
-    try:
-        site.compute_page(core.PageSource(job.src_uri, job.path, job.url, job.text), job.share)
-    except Exception as exc:  # noqa: BLE001  (the build recomputes the page and reports it properly)
-        return {"skipped": f"{type(exc).__name__}: {exc}"}
-    return {"figures_computed": site.timing.figures_computed, "seconds": site.timing.seconds,
-            "computed": site.timing.computed, "numbers_computed": sorted(site.timing.numbers_computed)}
-
-
 def run(jobs: list[PageJob], workers: int) -> list[dict]:
-    """Compute `jobs` on `workers` new processes (`python -m explainer_gen.compute.workers`), each
+    """Compute `jobs` on `workers` new processes (`python -m explainer_gen.worker`), each
     taking the next job, the largest pages' first, as it finishes one; results in job order.
 
     New interpreters rather than multiprocessing's spawn, which runs the host's main script again in
@@ -139,17 +118,3 @@ def run(jobs: list[PageJob], workers: int) -> list[dict]:
     for t in threads:
         t.join()
     return results
-
-
-def main() -> None:
-    """A worker: one job as a JSON line on stdin, one result line on stdout, until stdin closes.
-    Anything else the build prints goes to stderr, so it cannot garble a result."""
-    out = sys.stdout
-    sys.stdout = sys.stderr
-    for line in sys.stdin:
-        out.write(json.dumps(compute_page(PageJob(**json.loads(line)))) + "\n")
-        out.flush()
-
-
-if __name__ == "__main__":
-    main()
