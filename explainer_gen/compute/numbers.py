@@ -526,7 +526,7 @@ def compute_number(item: Inline, number_id: str, expr: Expr, fmt: Format, slider
 
     def texts_over(envs: list[dict[str, Any]]) -> list[list[str]]:
         """The texts under each env. Scenarios that agree on every field the evaluation read share
-        its texts (controls.Watched); an env without `__fields__` (no scenario, or one not watched)
+        its texts (resolved.Watched); an env without `__fields__` (no scenario, or one not watched)
         is always evaluated. Texts are kept by the set of fields read (one or a few per number),
         then by those fields' values."""
         seen: dict[tuple[str, ...], dict[tuple, list[str]]] = {}
