@@ -35,6 +35,12 @@ def test_compact_descriptions_agree_with_every_grid_point(path, cat):
     """`describe_positions` finds each field's sliders by moving one slider at a time; here every
     combination of slider positions is evaluated directly, so a field that changes only when two
     sliders move together would be caught."""
+    assert_descriptions_agree(path, cat)
+
+
+def assert_descriptions_agree(path: Path, cat) -> None:
+    """The check above, for every figure of the page at `path` (tests/test_figure_kinds.py runs it
+    on the worked example's page too)."""
     for req, art in page_figures(path, cat):
         kind = REGISTRY[req.kind]
         fields = template_fields(kind.description)

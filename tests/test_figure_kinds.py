@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 from importlib.metadata import EntryPoint
 
 import numpy as np
@@ -26,7 +27,7 @@ SOURCES = sorted(p for p in FOLDER.glob("*.py") if p.name != "__init__.py")
 
 
 # Modules the tests below write and import; forgotten afterwards, so that a rerun imports them afresh.
-SCRATCH = ("more_kinds", "clashing_kinds", "plugin_kinds", "plugin_module", "plugin_clash")
+SCRATCH = ("more_kinds", "clashing_kinds", "plugin_kinds", "plugin_module", "plugin_clash", "worked_example")
 
 
 @pytest.fixture
@@ -272,3 +273,101 @@ def test_no_kind_module_picks_rows_by_its_own_rule():
     for path in SOURCES:
         if path.name != "base.py":
             assert not rule.search(path.read_text()), path.name
+
+
+# -- the worked example: a new kind is its module, its page and its test ---------------------------
+# CONTRIBUTING.md's worked example adds a kind in three files. Its module and its fence are read
+# from there, the module is imported from a scratch folder, and everything the site derives from
+# the registry and from built pages must then pick the kind up with nothing else edited: the rules
+# above, the picture in the palette's colours and the chart font, the description at every slider
+# position, the table and the CSV, the page's figure list and sliders as the browser tests read them.
+
+def worked_example(lang: str) -> list[str]:
+    """The `lang` code blocks of CONTRIBUTING.md's worked example, in order."""
+    text = (REPO / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    section = text[text.index("### Worked example"):]
+    section = section[:section.index("\n## ")]
+    return re.findall(rf"^```{lang}\n(.*?)^```$", section, re.S | re.M)
+
+
+@pytest.fixture
+def example(tmp_path, monkeypatch, registry):
+    """The worked example's kind, registered from its module as CONTRIBUTING.md gives it."""
+    (module,) = worked_example("python")[:1]
+    (tmp_path / "worked_example.py").write_text(module)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert "decode-reads" not in REGISTRY
+    __import__("worked_example")
+    return REGISTRY["decode-reads"], tmp_path / "worked_example.py"
+
+
+def test_the_worked_example_follows_the_rules_every_kind_does(example):
+    kind, path = example
+    source = path.read_text()
+    assert colour_literals(source) == []
+    assert not re.search(r"isclose|allclose|abs\(datum\.|(?<!datum)\.step\b|1e-[69]", source)
+    assert type(kind).__module__ == "worked_example" and set(kind.sliders) <= set(kind.columns)
+
+
+def test_the_worked_example_draws_describes_and_tabulates_with_nothing_else_edited(example, cat):
+    from explainer_gen.compute.artifacts import FigureRequest, build_figure
+    from explainer_gen.compute.resolved import default_scenario
+
+    kind, _ = example
+    art = build_figure(FigureRequest(kind.name, dict(kind.sliders), (default_scenario(cat),), "caption"), cat)
+    # Its two series take the palette's first two series colours by position: no colour of its own.
+    assert 's-series-1' in art.svg and 's-series-2' in art.svg
+    assert theme.missing_glyphs(art.svg) == ""  # its labels are in the shipped font as it is
+    assert art.alt.startswith("At 4,096 tokens of context per request, ") and "{" not in art.alt
+    assert len(art.table.rows) == 9 and art.table.headers == ["Requests", "Weights (ms)", "KV cache (ms)"]
+    header = art.csv.splitlines()[0]
+    assert header.endswith(",".join(kind.columns.values()))
+    assert len(art.csv.splitlines()) == 1 + 2 * 9 * len(kind.sliders["ctx"].values())
+
+
+def test_the_worked_examples_own_test_passes(example, cat):
+    (test,) = worked_example("python")[1:]
+    scope: dict = {}
+    exec(compile(test, "CONTRIBUTING.md (the worked example's test)", "exec"), scope)
+    (name,) = [n for n in scope if n.startswith("test_")]
+    scope[name](cat)
+
+
+def test_the_worked_example_on_a_page_is_found_by_the_tests_that_read_pages(example, tmp_path, cat):
+    """The page as the example writes it, computed and converted in this process (no MkDocs, as
+    tests/test_markdown_ext.py does), then read by the derivations of the page-reading tests."""
+    import markdown
+    from explainer_gen import core
+    from explainer_gen.compute.pages import split_front_matter
+    from explainer_gen.site import PageSource, Settings, SiteBuild
+    from helpers import scratch_docs
+    from test_browser_figures import figures_of
+    from test_descriptions import assert_descriptions_agree
+    from test_roofline_batching_kv_pages import (anchors, test_default_figure_data_is_within_the_budget,
+                                                 test_every_figure_has_svg_table_and_csv)
+
+    (fence,) = worked_example("explainer")
+    text = f"---\ntitle: Reads\n---\n\n# Reads\n\nWhat a step reads.\n\n```explainer\n{fence}```\n"
+    docs = scratch_docs(tmp_path, {"explainers/example.md": text})
+    assert_descriptions_agree(docs / "explainers" / "example.md", cat)
+    build = SiteBuild(Settings(root=tmp_path, docs_dir=docs, catalogue_path=REPO / "models" / "catalogue.yaml"),
+                      core.CODE)
+    files = build.collect([PageSource("explainers/example.md", "docs/explainers/example.md", "explainers/example/",
+                                      text)])
+    md = markdown.Markdown(extensions=[core.host.ExplainerExtension(lambda: build, lambda md: "explainers/example.md"),
+                                       "pymdownx.superfences", "attr_list"],
+                           extension_configs={"pymdownx.superfences": {"custom_fences": [dict(f) for f in core.host.FENCES]}})
+    _, offset = split_front_matter(text)
+    body = md.convert("\n".join(text.split("\n")[offset:]))
+    site = tmp_path / "site"
+    for path, content in files.items():
+        (site / path).parent.mkdir(parents=True, exist_ok=True)
+        data = content.read_bytes() if isinstance(content, Path) else content
+        (site / path).write_bytes(data if isinstance(data, bytes) else data.encode())
+    page = site / "explainers" / "example" / "index.html"
+    page.parent.mkdir(parents=True)
+    page.write_text(build.finish_page("explainers/example.md", f"<html><head></head><body>{body}</body></html>"))
+    assert anchors(site, "example") == ["fig-decode-reads"]
+    assert figures_of(site, "explainers/example/") == [("fig-decode-reads", ["Context per request (tokens)"])]
+    test_every_figure_has_svg_table_and_csv(site, "example")
+    test_default_figure_data_is_within_the_budget(site, "example")

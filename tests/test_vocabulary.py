@@ -64,14 +64,14 @@ def test_every_topic_module_is_in_the_registry():
 def test_a_scenario_free_term_is_bound_to_nothing_and_a_scenario_term_needs_a_scenario(cat):
     h100, mi300, unscoped = (vocab.vocabulary(s, cat) for s in (resolve(H100, cat), resolve(MI300, cat), None))
     free = {n for n, t in REGISTRY.terms.items() if t.scenario_free}
-    assert {"E", "chen.c", "sampler.alpha", "published", "ridge_of", "kv_bytes_of", "min"} <= free
+    assert {"E", "chen.c", "sampler.alpha", "published", "ridge_of", "params_of", "min"} <= free
     assert {"step", "name", "kv_bytes", "kv_heads", "kv_slots"}.isdisjoint(free)
     for name in free:
         if not REGISTRY.terms[name].depends:  # handed nothing at all: the very function, in every binding
             assert h100[name] is mi300[name] is unscoped[name] is REGISTRY.terms[name].fn, name
     for key in ("a100-80gb", "mi300x"):  # handed the catalogue only: the same under any scenario, or none
         assert h100["ridge_of"](key) == mi300["ridge_of"](key) == unscoped["ridge_of"](key)
-    assert h100["kv_bytes_of"]("llama-3-8b") == mi300["kv_bytes_of"]("llama-3-8b") == unscoped["kv_bytes_of"]("llama-3-8b")
+    assert h100["params_of"]("llama-3-8b") == mi300["params_of"]("llama-3-8b") == unscoped["params_of"]("llama-3-8b")
     for name in set(REGISTRY.terms) - free:
         with pytest.raises(ValueError, match=rf"{re.escape(name)}\(\) reads the scenario"):
             unscoped[name]()
@@ -260,7 +260,7 @@ def test_kv_bytes_per_token_from_the_catalogue_config(row, cat):
         assert expected == 327_680
     assert kvcache.bytes_per_token(cat.model(row["key"])) == expected
     env = vocab.vocabulary(resolve(Scenario("h100-sxm", 4, row["key"], row["key"], 512, "bf16", "bf16"), cat), cat)
-    assert env["kv_bytes"]() == env["kv_bytes"]("draft") == env["kv_bytes_of"](row["key"]) == expected
+    assert env["kv_bytes"]() == env["kv_bytes"]("draft") == expected
     assert kvcache.cache_bytes_per_token(cat.model(row["key"]), cat.model(row["key"])) == 2 * expected
 
 

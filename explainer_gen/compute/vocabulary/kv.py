@@ -7,7 +7,6 @@ models.kvcache.bytes_per_token.
 from __future__ import annotations
 
 from models import kvcache
-from models.catalogue import Catalogue
 
 from ..resolved import Resolved
 from .registry import Topic
@@ -31,15 +30,6 @@ def kv_bytes(scenario: Resolved, which: str = "target", kv=None) -> float:
 def kv_value_bytes(scenario: Resolved) -> float:
     """Bytes one cached key or value element takes in the scenario's cache format."""
     return scenario.precision.kv.bytes
-
-
-@topic.term(depends=("catalogue",))
-def kv_bytes_of(catalogue: Catalogue, key: str) -> float:
-    """The same for any catalogue model, by key: kv_bytes_of("llama-3-8b")."""
-    try:
-        return kvcache.bytes_per_token(catalogue.model(key))
-    except KeyError as exc:  # UnknownKey: fail at the page's line, with the valid keys
-        raise ValueError(str(exc)) from None
 
 
 @topic.term(depends=("scenario",))

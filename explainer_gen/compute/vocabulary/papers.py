@@ -35,12 +35,6 @@ def published_entry(paper: str, field: str):
     return table[paper][field]
 
 
-@topic.term(depends=())
-def walltime(a, k, c=0.0):
-    """Leviathan et al.'s Theorem 3.8: expected walltime improvement at draft cost c."""
-    return papers.walltime_improvement(a, k, c)
-
-
 def _leviathan(row) -> papers.LeviathanRow:
     rows = papers.leviathan_table1()
     if not 0 <= int(row) < len(rows):
@@ -49,7 +43,7 @@ def _leviathan(row) -> papers.LeviathanRow:
 
 
 class leviathan:
-    """Leviathan et al., Table 1 (c = 0): a row's setting, the printed figures, and the model's."""
+    """Leviathan et al., Table 1 (c = 0): a row's setting, the printed speedup, and the model's."""
 
     @topic.term(depends=())
     def a(row) -> float:
@@ -65,19 +59,9 @@ class leviathan:
         return float(_leviathan(row).paper_speed)
 
     @topic.term(depends=())
-    def ops(row) -> float:
-        """The increase in operations as printed."""
-        return float(_leviathan(row).paper_ops)
-
-    @topic.term(depends=())
     def model_speed(row) -> float:
         """Theorem 3.8 at the row's a and k."""
         return float(_leviathan(row).model_speed)
-
-    @topic.term(depends=())
-    def model_ops(row) -> float:
-        """Theorem 3.11 at the row's a and k."""
-        return float(_leviathan(row).model_ops)
 
 
 def _chen(row) -> papers.ChenRow:

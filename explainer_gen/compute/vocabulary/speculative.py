@@ -64,12 +64,6 @@ def priced_speedup(scenario: Resolved, a, k, batch, context, weights, on, eff):
 
 
 @topic.term(depends=("scenario",))
-def breakeven(scenario: Resolved, a, k, context=None, weights=None):
-    """The batch from which speculation no longer pays, memory aside (-1: not below 65,536)."""
-    return _first_slower(scenario, a, k, context, weights)
-
-
-@topic.term(depends=("scenario",))
 def verify(scenario: Resolved, k, batch=1):
     """Seconds for the verify pass alone: k + 1 positions a request, one read of each cache."""
     return speculative.verify_step_s(scenario.acc, scenario.target, scenario.cards, batch, k, scenario.context,

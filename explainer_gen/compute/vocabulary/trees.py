@@ -71,8 +71,7 @@ def tree_speedup(scenario: Resolved, a, b, d, batch=1):
                          trees.Tree(int(b), int(d)), scenario.context, scenario.precision)
 
 
-@topic.term(depends=("scenario",))
-def tree_breakeven(scenario: Resolved, a, b, d):
+def _tree_breakeven(scenario: Resolved, a, b, d):
     """The batch from which the tree no longer pays, memory aside (-1: not below 65,536)."""
     return trees.breakeven_batch(scenario.acc, scenario.target, scenario.draft, scenario.cards, a,
                                  trees.Tree(int(b), int(d)), scenario.context, precision=scenario.precision)
@@ -84,7 +83,7 @@ def tree_pays_up_to(scenario: Resolved, a, b, d):
     and cache beside the target's (`speculative.pays_up_to` for a chain): the cap where it pays
     all the way there, 0 where it never pays."""
     cap = memory_cap(scenario)
-    first = np.asarray(tree_breakeven(scenario, a, b, d))
+    first = np.asarray(_tree_breakeven(scenario, a, b, d))
     return np.where((first < 0) | (first > cap), cap, np.maximum(first - 1, 0))
 
 
