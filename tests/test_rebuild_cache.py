@@ -11,7 +11,7 @@ import time
 import pytest
 
 from explainer_gen import core
-from explainer_gen import site as site_module
+from explainer_gen.site import collect as site_module
 from explainer_gen.cache import DiskCache
 from explainer_gen.sources import bibliography
 from explainer_gen.sources.crossref import BIB_PATH
@@ -56,7 +56,7 @@ def test_a_page_with_nothing_to_compute_is_read_once(tmp_path, monkeypatch):
     again.collect([PageSource("step.md", "docs/step.md", "step/", edited)])
     assert reads == ["docs/step.md"]
     assert again.timing.figures_computed == 0
-    a, b = first.pages["step.md"], again.pages["step.md"]
+    a, b = first.model.pages["step.md"], again.model.pages["step.md"]
     assert [n.texts for n in b.numbers.values()] == [n.texts for n in a.numbers.values()]
     assert len({t for n in b.numbers.values() for t in n.texts}) > 2  # the switch moves the numbers
     assert [f.artifacts.svg for f in b.figures] == [f.artifacts.svg for f in a.figures]
@@ -160,7 +160,7 @@ def test_a_build_that_read_from_memory_drops_nothing(tmp_path):
     assert build(PAGE).tidy_cache(0) == ""  # a first build uses everything it stored
     entries = set((tmp_path / "cache").glob("*/*"))
     again = build(PAGE + "\nOne more sentence.\n")
-    served = {(p.parent.name, p.name) for p in entries} - again.cache.used  # from memory, unseen by the disk
+    served = {(p.parent.name, p.name) for p in entries} - again.store.cache.used  # from memory, unseen by the disk
     assert {namespace for namespace, _ in served} >= {"figure-meta", "numbers", "page-json"}
     assert again.tidy_cache(0) == "" and set((tmp_path / "cache").glob("*/*")) >= entries
 

@@ -241,7 +241,7 @@ def build_page(source: str, path: str, catalogue: Catalogue,
         fmt_text, marks = parse_marks(item.fmt, path, item.line, tuple(assumed.ASSUMPTIONS) if assumed else None)
         fmt = parse_format(fmt_text, path, item.line)
         number_id = f"n{len(page.numbers)}"
-        # The terms it calls go with it: the cache key holds their code (site.SiteBuild._number_key),
+        # The terms it calls go with it: the cache key holds their code (site/store.Store.number_key),
         # and a choice of words's holds the assumptions' too, since it is checked across them.
         identity = {"expr": item.expr, "fmt": item.fmt, "id": number_id, "controls": controls.identity(),
                     "calls": sorted(expr.calls), "chooses": expr.chooses_words}

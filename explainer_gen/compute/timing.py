@@ -19,7 +19,7 @@ PHASES = {
 
 
 # Why a figure was computed: no earlier build placed it; the code it runs changed; or its request,
-# the catalogue or a data file its code reads changed (compute/codegraph.py, site.SiteBuild._reason).
+# the catalogue or a data file its code reads changed (compute/codegraph.py, site/store.Store._reason).
 REASONS = ("new", "code changed", "inputs changed")
 
 

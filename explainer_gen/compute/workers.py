@@ -1,7 +1,7 @@
 """Pages' figures and numbers computed side by side in worker processes, handing their
 results over through the disk cache.
 
-The build's one path (`SiteBuild.collect`) stays as it was: this step only fills the cache first,
+The build's one path (`site/collect.py`) stays as it was: this step only fills the cache first,
 so that path then reads every figure and number back the way a warm rebuild does, and the site is
 byte-for-byte the one a single process builds (tests/test_authoring.py checks it).
 
@@ -38,7 +38,7 @@ class PageJob:
     url: str
     text: str
     # Which share of the page's work: NUMBERS (its inline numbers), or one figure by its place on
-    # the page (0, 1, ...). SiteBuild._uncached_shares finds those no cache holds.
+    # the page (0, 1, ...). site/collect.Collector._uncached_shares finds those no cache holds.
     share: int
 
 

@@ -1,0 +1,91 @@
+"""A build's pages written from its collected model: the Markdown extension asks for each page's
+Markdown and HTML (`render_markdown`, `render_html`), and the host hands back each finished page
+(`finish_page`).
+
+A renderer takes the site as collected (`SiteModel`, which it only reads) and the link policy of
+its host (`Settings.links`: links relative to the page's URL, or to its Markdown file's folder).
+The static pictures, drawn once per page, are all it keeps.
+"""
+from __future__ import annotations
+
+import posixpath
+
+from .. import theme
+from ..render import refs
+from ..render.blocks import figure_html, page_root_html, place_pictures, static_picture, substitute_numbers
+from ..render.chrome import Chrome
+from .model import ASSETS, PageSource, SiteModel, relative_url
+
+
+class Renderer:
+    def __init__(self, model: SiteModel, links: str, chrome: Chrome):
+        self.model, self.links, self.chrome = model, links, chrome
+        self.pictures: dict[str, dict[str, str]] = {}  # src_uri -> figure anchor -> inline SVG
+
+    def page(self, src_uri: str | None) -> str | None:
+        """`src_uri` if it names a page of this build (the page the host says it converts), else
+        None: text that is no page (a snippet, a docstring) is left as it is."""
+        return src_uri if src_uri in self.model.sources else None
+
+    def render_markdown(self, src_uri: str, markdown: str) -> tuple[str, dict[str, list[str]]]:
+        """The page's Markdown with citations, glossary terms, numbers and its controls in place,
+        and the HTML of each explainer fence by its body (in order). SourceError with file and line."""
+        model = self.model
+        source = model.sources[src_uri]
+        url = lambda path: relative_url(path, source.url)  # noqa: E731
+        link = self._link(source)
+        markdown = refs.page_markdown(model.refs, src_uri, markdown, model.urls, link, source.path)
+        build = model.pages.get(src_uri)
+        if build is None:
+            return markdown, {}
+        markdown = substitute_numbers(markdown, build, source.path)
+        fences: dict[str, list[str]] = {}
+        for fig in build.figures:
+            files = model.figure_files[fig.anchor + "@" + src_uri]
+            fences.setdefault(fig.fence.body.strip(), []).append(figure_html(fig, url, files, link))
+        self._pictures(src_uri)
+        if build.live:
+            root = page_root_html(build, url(model.page_json[src_uri]), url(model.bundle_path), link(model.loader_path),
+                                  model.catalogue)
+            markdown = _after_title(markdown, root)
+        return markdown, fences
+
+    def render_html(self, src_uri: str, html: str) -> str:
+        """The page's converted HTML with its cross-references resolved."""
+        return refs.page_html(self.model.refs, src_uri, html, self.model.urls, self._link(self.model.sources[src_uri]))
+
+    def _pictures(self, src_uri: str) -> dict[str, str]:
+        """The page's static pictures by figure anchor, drawn once: when its Markdown is converted,
+        or when the page is finished by a host that converted it in another process (Zensical)."""
+        if src_uri not in self.pictures:
+            build = self.model.pages.get(src_uri)
+            self.pictures[src_uri] = ({fig.anchor: static_picture(fig.artifacts, fig.anchor) for fig in build.figures}
+                                      if build else {})
+        return self.pictures[src_uri]
+
+    def _link(self, source: PageSource):
+        """Site path -> the `href` or `src` to write into `source`'s page (see `links`)."""
+        base = source.url if self.links == "page" else posixpath.dirname(source.src_uri) + "/"
+        return lambda path: relative_url(path, "" if base == "/" else base)
+
+    def finish_page(self, src_uri: str, output: str) -> str:
+        """The finished HTML page (theme and all): static pictures placed, the chart font preloaded,
+        the theme's start-up moved ahead of the content (render/chrome.py)."""
+        source = self.model.sources.get(src_uri)
+        output = self.chrome.apply(place_pictures(output, self._pictures(src_uri) if source is not None else {}))
+        if source is not None and 'class="eg-static"' in output:
+            # The chart font, early: static pictures are laid out for it.
+            fonts = "".join(f'<link rel="preload" href="{relative_url(f"{ASSETS}/{path}", source.url)}" '
+                            'as="font" type="font/woff2" crossorigin>' for path in theme.FONT_FILES)
+            output = output.replace("</head>", fonts + "</head>", 1)
+        return output
+
+
+def _after_title(markdown: str, block: str) -> str:
+    lines = markdown.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith("# "):
+            return "\n".join(lines[:i + 1] + ["", block] + lines[i + 1:])
+        if line.strip():
+            break
+    return block + "\n" + markdown
