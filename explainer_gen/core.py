@@ -41,6 +41,17 @@ del _graph
 _KEPT = ("explainer_gen.plugin", "explainer_gen.config")
 
 
+def _plugin_modules() -> set[str]:
+    """The modules that other packages' entry points name for figure kinds (compute/figures/base.py):
+    they are loaded again with the generator, so their kinds subclass the new `FigureKind` and are
+    filed in the new registry, and no copy of the old generator stays alive through them."""
+    from importlib.metadata import entry_points
+
+    from .compute.figures.base import ENTRY_POINT_GROUP
+
+    return {ep.module for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
 def is_current() -> bool:
     """Whether the code on disk is the code loaded here."""
     return SOURCES is not None and SOURCES == cache.source_hashes()
@@ -55,8 +66,10 @@ def fresh(attempts: int = 3):
     for _ in range(attempts):
         if core.is_current():
             return core, reloaded
+        plugins = _plugin_modules()
         for name in [n for n in sys.modules if n == "models" or n.startswith("models.")
-                     or (n.startswith("explainer_gen.") and n not in _KEPT)]:
+                     or (n.startswith("explainer_gen.") and n not in _KEPT)
+                     or any(n == p or n.startswith(p + ".") for p in plugins)]:
             del sys.modules[name]
         importlib.invalidate_caches()
         core = importlib.import_module(__name__)

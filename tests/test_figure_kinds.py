@@ -176,6 +176,38 @@ def test_an_installed_package_adds_a_kind_through_the_group(tmp_path):
     assert result.stdout.strip() == "extra_kinds"
 
 
+def test_reloading_the_code_reloads_other_packages_kinds_into_the_new_registry(tmp_path):
+    """Under `mkdocs serve`, an edit loads the generator again (core.fresh). A kind another package
+    adds is loaded again with it: it subclasses the new FigureKind and is filed in the new
+    registry, and nothing of the old copy stays in the modules a build imports. Forced here by
+    saying the code on disk changed, in a fresh interpreter with the package installed."""
+    (tmp_path / "extra_kinds.py").write_text(kind_source("Ridge", "test-reloaded-kind", decorate=False))
+    info = tmp_path / "extra_kinds-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: extra-kinds\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[explainer_gen.figures]\nridge = extra_kinds:Ridge\n")
+    code = """
+import sys
+from explainer_gen import core
+old_base = sys.modules["explainer_gen.compute.figures.base"]
+old_kind = old_base.REGISTRY["test-reloaded-kind"]
+core.is_current = lambda: False  # as if a file had been saved
+new, reloaded = core.fresh()
+new_base = sys.modules["explainer_gen.compute.figures.base"]
+kind = new_base.REGISTRY["test-reloaded-kind"]
+assert reloaded and new is not core and new_base is not old_base
+assert isinstance(kind, new_base.FigureKind) and not isinstance(kind, old_base.FigureKind)
+assert sys.modules["extra_kinds"].Ridge is type(kind) and type(kind) is not type(old_kind)
+assert all(getattr(m, "__name__", "") != "extra_kinds" or m.Ridge.__mro__[1] is new_base.FigureKind
+           for m in list(sys.modules.values()))
+print("ok")
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                            env={**env(), "PYTHONPATH": f"{tmp_path}:{REPO}"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+
+
 # -- colours only from the theme ----------------------------------------------------------------
 
 CSS_NAMES = {c.lower() for c in load_schema()["definitions"]["ColorName"]["enum"]} | {"currentcolor", "transparent"}
