@@ -77,6 +77,46 @@ def block(html: str, anchor: str) -> str:
     return html[start:html.index("</figure>", start)]
 
 
+def drawn_points(picture: str) -> list[tuple[str, bool]]:
+    """Each measured point a static picture draws, as (shape, filled): the symbols among the marks
+    that are outlined in a colour of their own (a stroke class), which only measured points are; a
+    curve's own points are fills alone, and the legends' symbols are no marks. A symbol is filled
+    unless its fill opacity is 0 (Vega writes no opacity for a full one)."""
+    points = []
+    for group in re.findall(r'<g class="role-mark">(.*?)</g>', picture, re.S):
+        for attrs in re.findall(r"<path([^>]*)>", group):
+            cls = re.search(r'class="([^"]*)"', attrs)
+            if "transform=" in attrs and cls and any(c.startswith("s-") for c in cls.group(1).split()):
+                shape = "circle" if "A" in re.search(r' d="([^"]*)"', attrs).group(1) else "square"
+                opacity = re.search(r'fill-opacity="([0-9.]+)"', attrs)
+                points.append((shape, opacity is None or float(opacity.group(1)) > 0))
+    return points
+
+
+MARKED = [*OVERLAID, ("measured", "fig-measured-vs-estimate")]
+
+
+@pytest.mark.parametrize("page, anchor", MARKED, ids=lambda x: x)
+def test_every_figure_that_draws_measurements_marks_them_by_one_rule(site, page, anchor):
+    """One rule on every figure that draws measurements, the measurements page's included: a ring
+    was fitted on (inside its band by construction), a square was held out, filled when it lies
+    inside its band. Counted from the static picture against the measurements themselves."""
+    if page == "measured":
+        want = DATA.rows
+    else:
+        setup, quantities, _ = OVERLAID[(page, anchor)]
+        want = expected(setup, quantities)
+    html = (site / "explainers" / page / "index.html").read_text()
+    picture = html[html.index(f'aria-labelledby="{anchor}-desc"'):]
+    points = drawn_points(picture[:picture.index("</svg>")])
+    training = [m for m in want if m.split == "training"]
+    held = [m for m in want if m.split != "training"]
+    assert sorted(points) == sorted([("circle", False)] * len(training)
+                                    + [("square", inside(m)) for m in held]), (page, anchor)
+    assert any(filled for _, filled in points) and any(not filled for shape, filled in points if shape == "square") \
+        or page != "measured", "the measurements page draws held-out points both inside and outside"
+
+
 @pytest.mark.parametrize("page, anchor", list(OVERLAID), ids=lambda x: x)
 def test_a_figure_draws_the_measurements_of_its_own_setup(site, page, anchor):
     setup, quantities, y = OVERLAID[(page, anchor)]

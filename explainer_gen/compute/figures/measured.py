@@ -4,7 +4,8 @@ One log-log view in the floor's own units: each measurement at its estimate over
 and its measured value over its floor (y), so latencies sit above 1 and throughputs below it,
 however large the model. The dashed line is where measured and estimate agree; the shaded bands,
 one per kind, are the spread the training measurements span around it. Colour tells latencies
-from throughputs, the shape training from held out, and a hollow point lies outside its band.
+from throughputs; a ring was fitted on, and a square was held out, filled when it lies inside its
+band (the rule every figure that draws measurements follows: overlay.filled).
 """
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ from ...sources.controls import Slider
 from ..resolved import Resolved
 from ...theme import colour
 from . import overlay
+from .overlay import INSIDE, SPLITS, filled
 from .base import alt, Columns, FigureKind, register, table_data, TableView
-from .overlay import SPLITS
 
 KINDS = {"latency": ("latency", "ms", 1e3), "throughput": ("throughput", "tokens/s", 1.0)}
 
@@ -42,7 +43,7 @@ def rows() -> Columns:
         out["low"].append(low * scale)
         out["high"].append(high * scale)
         out["ratio"].append(m.value / est)
-        out["inside"].append("inside the band" if inside else "outside")
+        out["inside"].append(INSIDE[bool(inside)])
         out["source"].append(overlay.source(m))
         floor = m.price()
         for name, v in (("est_floor", est), ("meas_floor", m.value), ("low_floor", low), ("high_floor", high)):
@@ -93,7 +94,7 @@ class Measured(FigureKind):
                                                                    range=["circle", "square"]),
                             legend=alt.Legend(orient="bottom")),
             fill=alt.Fill("kind:N", scale=alt.Scale(domain=kinds, range=colours), legend=None),
-            fillOpacity=alt.condition(alt.datum.inside == "inside the band", alt.value(1), alt.value(0)),
+            fillOpacity=alt.condition(filled("inside"), alt.value(1), alt.value(0)),
             tooltip=tips)
         return alt.layer(*bands, agree, points).properties(height=420)
 
@@ -119,4 +120,4 @@ class Measured(FigureKind):
     def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
         held = cols["split"] == SPLITS["held-out"]
         return {"n": f"{len(cols['id'])}", "training": f"{int((~held).sum())}", "held": f"{int(held.sum())}",
-                "held_in": f"{int((held & (cols['inside'] == 'inside the band')).sum())}"}
+                "held_in": f"{int((held & (cols['inside'] == INSIDE[True])).sum())}"}

@@ -41,6 +41,14 @@ INSIDE = {True: "inside", False: "outside"}
 KEY = "Measured: a ring was fitted on, a square held out (filled when inside its band)"
 
 
+def filled(band_column: str) -> str:
+    """The one rule by which a measured point is filled, on every figure that draws measurements
+    (this module's, and the measurements page's): a held-out point lying inside its band. A
+    training point is inside its band by construction, so it is drawn as a ring, and a held-out
+    one drawn where a training one is shows inside it."""
+    return f"datum.split == '{SPLITS['held-out']}' && datum.{band_column} == '{INSIDE[True]}'"
+
+
 def describe(m: estimate.Measurement) -> str:
     """A measurement's setup in a reader's words: model, cards, formats, and what was run; the one
     wording, here and on the measurements page's figure."""
@@ -153,8 +161,8 @@ def tooltip(value_title: str, fmt: str) -> list:
 
 def layers(base: alt.Chart, x: alt.X, y: Callable[[str], alt.Y], y_column: str, value_title: str, fmt: str,
            bars: bool, key_at: str = "bottom") -> list:
-    """The measured points (a circle for a training measurement, a square for a held-out one,
-    hollow when outside its band) and, with `bars`, each one's own estimate as a tick on a bar
+    """The measured points (a ring for a training measurement, a square for a held-out one, filled
+    when inside its band: `filled`) and, with `bars`, each one's own estimate as a tick on a bar
     spanning its band; their key along the plot's `key_at` edge ("top" or "bottom"), where the
     kind leaves room."""
     measured = base.transform_filter("datum.what == 'measured'").transform_calculate(value=f"datum.{y_column}")
@@ -175,8 +183,7 @@ def layers(base: alt.Chart, x: alt.X, y: Callable[[str], alt.Y], y_column: str, 
         size=alt.Size("split:N", scale=alt.Scale(domain=domain, range=[220, 70]), legend=None),
         shape=alt.Shape("split:N", scale=alt.Scale(domain=domain, range=["circle", "square"]), legend=None),
         fill=alt.value(colour("fg")),
-        fillOpacity=alt.condition(f"datum.split == '{SPLITS['held-out']}' && datum.band == '{INSIDE[True]}'",
-                                  alt.value(1), alt.value(0)),
+        fillOpacity=alt.condition(filled("band"), alt.value(1), alt.value(0)),
         tooltip=tooltip(value_title, fmt)))
     out.append(measured.transform_window(rank="row_number()").transform_filter("datum.rank == 1")
                .transform_calculate(key=f"'{KEY}'")
