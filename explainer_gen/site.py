@@ -35,12 +35,14 @@ from .client import contract
 from . import theme
 from .compute.artifacts import FigureArtifacts, build_figure, dumps
 from .client.bundle import javascript_bundle, short_hash
+from .client.loader import loader_script
 from .compute.cache import PACKAGE_ROOT, DiskCache, digest
 from .compute.codegraph import CodeKeys
 from .sources.crossref import CrossRefs, Source
 from .render.feed import ATOM_PATH
 from .render.blocks import figure_html, page_root_html, place_pictures, static_picture, substitute_numbers
 from .render.chrome import Chrome
+from .render.names import CLASS
 from .compute.numbers import NumberResult
 from .compute.pages import FENCE_NAME, PageBuild, build_page, split_front_matter
 from .compute.timing import Timing
@@ -151,7 +153,7 @@ class SiteBuild:
             self._add(ATOM_PATH, self.refs.atom(site_name, site_url, self.urls))
         bundle = javascript_bundle(self.cache)
         self.bundle_path = self._add(f"{ASSETS}/vega-{short_hash(bundle)}.js", bundle)
-        loader = (PACKAGE_ROOT / "assets" / "loader.js").read_text(encoding="utf-8")
+        loader = loader_script()  # read afresh each build, with the contract's facts (client/loader.py)
         self.loader_path = self._add(f"{ASSETS}/loader-{short_hash(loader)}.js", loader)
         self._add(CSS_PATH, theme.palette_css() + (PACKAGE_ROOT / "assets" / "explainer.css").read_text(encoding="utf-8"))
         for path, (font, _) in theme.FONT_FILES.items():
@@ -174,9 +176,12 @@ class SiteBuild:
             for fig in page.figures:
                 self.figure_files[fig.anchor + "@" + p.src_uri] = self._figure_files(fig)
             # Keyed by what decides the state, not by the page's text: a prose edit stores nothing new.
-            state_key = digest(self.fingerprint, page.controls.identity(), list(page.numbers))
+            sliders = page.every_slider()
+            state_key = digest(self.fingerprint, page.controls.identity(), list(page.numbers),
+                               [vars(s) for s in sliders.values()])
             state = self._remember("page-json", state_key,
-                                   lambda: dumps(contract.page_state(page.controls, page.numbers, self.catalogue)),
+                                   lambda: dumps(contract.page_state(page.controls, page.numbers, sliders,
+                                                                     self.catalogue)),
                                    lambda text: text, lambda text: text)
             self.page_json[p.src_uri] = self._add(f"{ASSETS}/page/{short_hash(p.src_uri)}.json", state)
         return self.files
@@ -497,7 +502,7 @@ class SiteBuild:
         the theme's start-up moved ahead of the content (render/chrome.py)."""
         source = self.sources.get(src_uri)
         output = self.chrome.apply(place_pictures(output, self._pictures(src_uri) if source is not None else {}))
-        if source is not None and 'class="eg-static"' in output:
+        if source is not None and f'class="{CLASS.static}"' in output:
             # The chart font, early: static pictures are laid out for it.
             fonts = "".join(f'<link rel="preload" href="{relative_url(f"{ASSETS}/{path}", source.url)}" '
                             'as="font" type="font/woff2" crossorigin>' for path in theme.FONT_FILES)
