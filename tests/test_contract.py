@@ -87,22 +87,46 @@ def test_each_switch_offers_its_choices_in_the_order_the_page_lists_them(site):
     assert checked >= 4
 
 
+def part_sources() -> dict[str, str]:
+    return {name: (loader.FOLDER / name).read_text() for name in loader.PARTS}
+
+
 def test_the_loader_spells_out_no_fact_of_the_build():
-    """The loader's source names no class, data attribute, contract version or font: it reads them
+    """No part of the loader names a class, data attribute, contract version or font: it reads them
     from FACTS, which the build writes at the head of the served file, equal to contract.facts()."""
-    source = loader.SOURCE.read_text()
-    code = re.sub(r"/\*.*?\*/|//[^\n]*", "", source, flags=re.S)  # comments may name them
-    for name in [*vars(CLASS).values(), *vars(ATTR).values()]:
-        assert name not in code, name
-    assert not re.search(r"""["']eg-|data-eg-""", code)
-    assert contract.facts()["font"]["family"] not in code
-    assert '"scenario"' not in code and "version !== " + str(contract.VERSION) not in code
+    for part, source in part_sources().items():
+        code = re.sub(r"/\*.*?\*/|//[^\n]*", "", source, flags=re.S)  # comments may name them
+        for name in [*vars(CLASS).values(), *vars(ATTR).values()]:
+            assert name not in code, (part, name)
+        assert not re.search(r"""["']eg-|data-eg-""", code), part
+        assert contract.facts()["font"]["family"] not in code, part
+        assert '"scenario"' not in code and "version !== " + str(contract.VERSION) not in code, part
     served = loader.loader_script()
     m = re.search(r"^var FACTS = (.*);$", served, re.M)
     assert m and json.loads(m.group(1)) == contract.facts()
-    assert source.rstrip() in served
     # Other facts, another file: its hashed name (site.py) follows.
     assert loader.loader_script({**contract.facts(), "version": 0}) != served
+
+
+def test_the_loader_is_its_parts_joined_in_order():
+    """The served loader holds every part of the folder, each once, in PARTS' order; the parts
+    share one scope, so no two may declare the same name at their top (the later would silently
+    replace the earlier), and the part that starts the loader comes last."""
+    parts = part_sources()
+    assert sorted(parts) == sorted(p.name for p in loader.FOLDER.glob("*.js"))  # none left out
+    served = loader.loader_script()
+    at = [served.index(source.rstrip()) for source in parts.values()]
+    assert at == sorted(at) and all(served.count(source.rstrip()) == 1 for source in parts.values())
+    declared: dict[str, str] = {}
+    for part, source in parts.items():
+        for line in source.splitlines():
+            names = (re.findall(r"(?:^var\s+|,\s*)([A-Za-z_$][\w$]*)\s*=(?!=)", line) if line.startswith("var ")
+                     else re.findall(r"^function\s+([A-Za-z_$][\w$]*)", line))
+            for name in names:
+                assert name not in declared, f"{name} is declared in {declared.get(name)} and in {part}"
+                declared[name] = part
+    assert {"generation", "page", "state", "init", "snap", "embed", "announce"} <= set(declared)
+    assert "document$.subscribe(init)" in list(parts.values())[-1]
 
 
 def test_the_served_loader_is_the_one_the_build_writes(site):
