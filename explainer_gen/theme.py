@@ -16,6 +16,8 @@ import html
 import re
 from pathlib import Path
 
+from .names import CLASS
+
 FONT_FAMILY = "Explainer Sans"
 FONT_STACK = f"{FONT_FAMILY}, system-ui, sans-serif"
 FONT_DIR = Path(__file__).resolve().parent / "assets" / "fonts"
@@ -92,7 +94,7 @@ def palette_css() -> str:
         block('[data-md-color-scheme="slate"]', 1),
         "@media print { " + block(':root, [data-md-color-scheme="slate"]', 0) + " }",
         # The static pictures' paints (static_svg_colours): the light value stays the fallback.
-        " ".join(f".eg-static .{paint_class(prop, r)} {{ {prop}: var({css_var(r)}, {v[0]}); }}"
+        " ".join(f".{CLASS.static} .{paint_class(prop, r)} {{ {prop}: var({css_var(r)}, {v[0]}); }}"
                  for r, v in PALETTE.items() for prop in ("fill", "stroke")),
         *(f'@font-face {{ font-family: "{FONT_FAMILY}"; font-style: normal; font-weight: {w}; '
           f'font-display: swap; src: url("{path}") format("woff2"); }}'

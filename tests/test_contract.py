@@ -1,5 +1,7 @@
-"""The browser contract (explainer_gen/client/contract.py): one shape for the JSON the loader reads, checked
-on every file the real build writes, and read by the real loader in a browser.
+"""The browser contract (explainer_gen/client/contract.py): one shape for the JSON the loader reads, a
+JSON Schema in the repository (explainer_gen/client/schema/) that every file the real build writes
+is validated against, read by the real loader in a browser; and the facts the loader shares with the
+build, which the build writes once into the loader's file (explainer_gen/client/loader.py).
 
 Issue 12, bug 2: the loader used to find a scenario by position arithmetic over the switch's
 field names, which the JSON had sorted, while the build laid scenarios out in the front
@@ -11,25 +13,53 @@ import json
 import re
 import shutil
 
+import jsonschema
 import pytest
+from referencing import Registry, Resource
 
-from explainer_gen.client import contract
+from explainer_gen.client import contract, loader
+from explainer_gen.names import ATTR, CLASS
+from explainer_gen.sources.controls import Slider
 from helpers import REPO, mkdocs_build, serve, wake_loader
 
-LOADER = REPO / "explainer_gen" / "assets" / "loader.js"
+SCHEMAS = {kind: json.loads(path.read_text()) for kind, path in contract.SCHEMAS.items()}
+# The schemas name each other by their $id (figure.schema.json reads page-state's `positions`).
+REGISTRY = Registry().with_resources((s["$id"], Resource.from_contents(s)) for s in SCHEMAS.values())
+
+
+def validator(kind: str) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(SCHEMAS[kind], registry=REGISTRY,
+                                           format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
 
 
 def site_json(site, kind: str) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted((site / "assets/explainer" / kind).glob("*.json"))]
 
 
+def test_the_schemas_are_draft_2020_12_and_carry_the_contract_version():
+    for kind, schema in SCHEMAS.items():
+        assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema", kind
+        jsonschema.Draft202012Validator.check_schema(schema)
+    for kind in ("page-state", "figure"):
+        assert SCHEMAS[kind]["properties"]["version"] == {"const": contract.VERSION}, kind
+
+
 def test_every_file_the_build_writes_has_the_contract_shape(site):
+    """Every page state, figure payload and variant file of the real build, against its schema;
+    then what the schemas cannot say (the scenarios, choices and texts agree)."""
     pages = site_json(site, "page")
-    figures = [j for j in site_json(site, "fig") if "vega" in j]  # not the other scenarios' rows
-    assert len(pages) >= 4 and len(figures) >= 10
+    figures = site_json(site, "fig")
+    payloads = [j for j in figures if "vega" in j]
+    variants = [j for j in figures if "vega" not in j]  # the other scenarios' rows
+    assert len(pages) >= 4 and len(payloads) >= 10 and len(variants) >= 10
+    for kind, files in (("page-state", pages), ("figure", payloads), ("variant", variants)):
+        check = validator(kind)
+        for doc in files:
+            errors = [f"{list(e.absolute_path)}: {e.message}" for e in check.iter_errors(doc)]
+            assert not errors, (kind, errors[:5])
     for state in pages:
         contract.check_page_state(state)
-    for payload in figures:
+    for payload in payloads:
         contract.check_figure_payload(payload)
 
 
@@ -57,14 +87,94 @@ def test_each_switch_offers_its_choices_in_the_order_the_page_lists_them(site):
     assert checked >= 4
 
 
-def test_the_loader_reads_the_version_the_build_writes():
-    m = re.search(r"var CONTRACT = (\d+);", LOADER.read_text())
-    assert m and int(m.group(1)) == contract.VERSION
+def part_sources() -> dict[str, str]:
+    return {name: (loader.FOLDER / name).read_text() for name in loader.PARTS}
+
+
+def test_the_loader_spells_out_no_fact_of_the_build():
+    """No part of the loader names a class, data attribute, contract version or font: it reads them
+    from FACTS, which the build writes at the head of the served file, equal to contract.facts()."""
+    for part, source in part_sources().items():
+        code = re.sub(r"/\*.*?\*/|//[^\n]*", "", source, flags=re.S)  # comments may name them
+        for name in [*vars(CLASS).values(), *vars(ATTR).values()]:
+            assert name not in code, (part, name)
+        assert not re.search(r"""["']eg-|data-eg-""", code), part
+        assert contract.facts()["font"]["family"] not in code, part
+        assert '"scenario"' not in code and "version !== " + str(contract.VERSION) not in code, part
+    served = loader.loader_script()
+    m = re.search(r"^var FACTS = (.*);$", served, re.M)
+    assert m and json.loads(m.group(1)) == contract.facts()
+    # Other facts, another file: its hashed name (site.py) follows.
+    assert loader.loader_script({**contract.facts(), "version": 0}) != served
+
+
+def test_the_loader_is_its_parts_joined_in_order():
+    """The served loader holds every part of the folder, each once, in PARTS' order; the parts
+    share one scope, so no two may declare the same name at their top (the later would silently
+    replace the earlier), and the part that starts the loader comes last."""
+    parts = part_sources()
+    assert sorted(parts) == sorted(p.name for p in loader.FOLDER.glob("*.js"))  # none left out
+    served = loader.loader_script()
+    at = [served.index(source.rstrip()) for source in parts.values()]
+    assert at == sorted(at) and all(served.count(source.rstrip()) == 1 for source in parts.values())
+    declared: dict[str, str] = {}
+    for part, source in parts.items():
+        for line in source.splitlines():
+            names = (re.findall(r"(?:^var\s+|,\s*)([A-Za-z_$][\w$]*)\s*=(?!=)", line) if line.startswith("var ")
+                     else re.findall(r"^function\s+([A-Za-z_$][\w$]*)", line))
+            for name in names:
+                assert name not in declared, f"{name} is declared in {declared.get(name)} and in {part}"
+                declared[name] = part
+    assert {"generation", "page", "state", "init", "snap", "embed", "announce"} <= set(declared)
+    assert "document$.subscribe(init)" in list(parts.values())[-1]
+
+
+def test_the_served_loader_is_the_one_the_build_writes(site):
+    served = list((site / "assets/explainer").glob("loader-*.js"))
+    assert len(served) == 1 and served[0].read_text() == loader.loader_script()
+
+
+@pytest.mark.parametrize("kind, broken, where", [
+    ("page-state", lambda s: s.pop("default"), "'default' is a required property"),
+    ("page-state", lambda s: s.update(version=contract.VERSION - 1), "was expected"),
+    ("page-state", lambda s: s.update(extra=1), "Additional properties"),
+    ("page-state", lambda s: s["sliders"]["a"].update(count="2"), "is not of type 'integer'"),
+    ("page-state", lambda s: s["sliders"]["a"].update(step=0), "less than or equal to the minimum"),
+    ("page-state", lambda s: s["sliders"]["a"].pop("decimals"), "'decimals' is a required property"),
+    ("page-state", lambda s: s["scenarios"][0].update(blocked={"accelerator": "h200"}), "is not of type 'array'"),
+    ("page-state", lambda s: s["numbers"]["n"].update(texts=[1, 2, 3, 4]), "is not of type 'string'"),
+    ("page-state", lambda s: s["scenarios"].clear(), "should be non-empty"),
+    ("figure", lambda p: p.pop("vega"), "'vega' is a required property"),
+    ("figure", lambda p: p.update(version=str(contract.VERSION)), "was expected"),
+    ("figure", lambda p: p["data"].update(x=[True]), "is not of type"),
+    ("figure", lambda p: p["variants"].update(B="../elsewhere.json"), "does not match"),
+    ("figure", lambda p: p["describe"]["values"]["A"]["f"].pop("deps"), "'deps' is a required property"),
+    ("figure", lambda p: p["palette"].update(red="--eg-chart-red"), "does not match"),
+    ("variant", lambda v: v.update(B=[1, 2]), "is not of type 'object'"),
+])
+def test_a_file_of_another_shape_fails_its_schema(kind, broken, where):
+    """Negative controls: each schema takes a well-formed file and refuses the same file broken."""
+    good = {
+        "page-state": {"version": contract.VERSION, "switch": {"accelerator": ["h100", "h200"]},
+                       "scenarios": [{"key": "A", "choices": {"accelerator": "h100"}, "blocked": {}, "note": ""},
+                                     {"key": "B", "choices": {"accelerator": "h200"}, "blocked": {}, "note": ""}],
+                       "default": "A", "sliders": {"a": {"min": 0, "step": 1, "count": 2, "default": 0, "decimals": 0}},
+                       "numbers": {"n": {"deps": ["scenario", "a"], "texts": ["1", "2", "3", "4"]}}},
+        "figure": {"version": contract.VERSION, "spec": {}, "vega": {"data": [{"name": "table"}]},
+                   "palette": {"#0e7490": "--eg-chart-series-6"}, "data": {"x": [1, 2.5], "label": ["a", "b"]},
+                   "default": "A", "variants": {"B": "0123abcd-1.json"}, "map": {"A": "A", "B": "B"},
+                   "describe": {"template": "At {f}.", "fields": ["f"],
+                                "values": {"A": {"f": {"deps": ["a"], "texts": ["1", "2"]}}}}},
+        "variant": {"B": {"x": [1, 2], "label": ["a", "b"]}},
+    }[kind]
+    check = validator(kind)
+    check.validate(good)
+    broken(good)
+    errors = [e.message for e in check.iter_errors(good)]
+    assert any(where in e for e in errors), errors
 
 
 @pytest.mark.parametrize("broken, message", [
-    (lambda s: s.pop("default"), "missing ['default']"),
-    (lambda s: s.update(version=1), "version 1"),
     (lambda s: s["scenarios"][1]["choices"].update(accelerator="h100"), "same switch choice"),
     (lambda s: s["scenarios"][0]["choices"].update(accelerator="tpu"), "not a choice"),
     (lambda s: s["numbers"]["n"]["texts"].pop(), "3 texts for 4 positions"),
@@ -72,14 +182,16 @@ def test_the_loader_reads_the_version_the_build_writes():
     (lambda s: s["scenarios"][0].update(blocked={"accelerator": ["h100"]}, note="x"), "not other choices"),
     (lambda s: s["scenarios"][0].update(blocked={"accelerator": ["h200"]}), "go together"),
 ])
-def test_a_malformed_page_state_is_refused(broken, message):
+def test_a_page_state_that_disagrees_with_itself_is_refused(broken, message):
     state = {"version": contract.VERSION, "switch": {"accelerator": ["h100", "h200"]},
              "scenarios": [{"key": "A", "choices": {"accelerator": "h100"}, "blocked": {}, "note": ""},
                            {"key": "B", "choices": {"accelerator": "h200"}, "blocked": {}, "note": ""}],
              "default": "A", "sliders": {"a": {"min": 0, "step": 1, "count": 2, "default": 0, "decimals": 0}},
              "numbers": {"n": {"deps": ["scenario", "a"], "texts": ["1", "2", "3", "4"]}}}
+    validator("page-state").validate(state)
     contract.check_page_state(state)  # the well-formed one passes
     broken(state)
+    validator("page-state").validate(state)  # the shape is still the schema's: only the agreement breaks
     with pytest.raises(ValueError, match=re.escape(message)):
         contract.check_page_state(state)
 
@@ -166,3 +278,78 @@ def test_variant_files_hold_every_other_scenario_once_in_few_files():
     assert [keys for keys, text in files if len(text) > contract.VARIANT_FILE_CHARS] == [["big"]]
     # The same rows in another order make the same files (a computed figure and a cached one).
     assert contract.variant_files(dict(reversed(list(data.items()))), "s000", dumps) == files
+
+
+SPEC = "explainers/speculative-decoding/"
+
+
+def _position_texts(positions: dict, state: dict, scenario: str, sliders: dict[str, float]) -> str:
+    """The text of a number (or a description's field) at a position, indexed in Python: C order
+    over its deps, a scenario by its place in the page state, a slider by Slider.index_of."""
+    index = 0
+    for dep in positions["deps"]:
+        if dep == contract.facts()["scenario"]:
+            size, pos = len(state["scenarios"]), [s["key"] for s in state["scenarios"]].index(scenario)
+        else:
+            s = _slider(dep, state["sliders"][dep])
+            size, pos = s.count, s.index_of(sliders[dep])
+        index = index * size + pos
+    return positions["texts"][index]
+
+
+def _slider(name: str, g: dict) -> Slider:
+    return Slider(name, name, g["min"], g["min"] + g["step"] * (g["count"] - 1), g["step"], g["default"])
+
+
+def test_the_real_loader_reads_the_facts_and_the_files_the_build_writes(site, page, base_url):
+    """The real loader, in Chromium, on a shared link of the real site: it holds the facts Python
+    wrote, snaps the link's slider values as Python's sliders do, and shows each number and each
+    figure's description at the text Python indexes for that position; every figure goes live in
+    the chart font."""
+    html = (site / SPEC / "index.html").read_text()
+    state = json.loads((site / SPEC / re.search(f'{ATTR.page}="([^"]+)"', html)[1]).resolve().read_text())
+    asked = {"a": 0.77, "k": 99}  # between two positions; past the end
+    page.goto(base_url + SPEC + "?" + "&".join(f"{k}={v}" for k, v in asked.items()))
+    page.wait_for_function("() => window.explainerGen && window.explainerGen.state()")  # a link's state: at once
+    assert page.evaluate("() => window.explainerGen.facts()") == contract.facts()
+
+    expected = {}
+    for name, g in state["sliders"].items():
+        s = _slider(name, g)
+        expected[name] = (float(s.values()[max(0, min(s.count - 1, s.index_of(asked[name])))])
+                          if name in asked else g["default"])
+    assert expected["a"] == 0.75 and expected["k"] == 8
+    loaded = page.evaluate("() => window.explainerGen.state()")
+    assert loaded == {"scenario": state["default"], "sliders": expected}
+    for name in asked:  # what the reader sees on the sliders
+        slider = page.locator(f"input[{ATTR.param}={name}]").first
+        assert float(slider.input_value()) == expected[name]
+        assert float(slider.locator("xpath=..").locator("output").inner_text()) == expected[name]
+
+    shown = page.evaluate(f"""() => [...document.querySelectorAll('[{ATTR.num}]')]
+        .map(e => [e.getAttribute('{ATTR.num}'), e.textContent])""")
+    assert len(shown) >= 10
+    moved = 0
+    for nid, text in shown:
+        want = _position_texts(state["numbers"][nid], state, state["default"], expected)
+        assert text == want, nid
+        moved += want != state["numbers"][nid]["texts"][0]
+    assert moved  # the link's position shows other texts than the first
+
+    figures = page.locator(f".{CLASS.figure}")
+    n = figures.count()
+    assert n >= 2
+    page.wait_for_function(f"n => window.explainerGen.figures().length === n && "
+                           f"document.querySelectorAll('.{CLASS.figure}.{CLASS.live} .{CLASS.view} canvas').length === n",
+                           arg=n)
+    for i in range(n):
+        fig = figures.nth(i)
+        payload = json.loads((site / SPEC / fig.get_attribute(ATTR.figure)).resolve().read_text())
+        d = payload["describe"]
+        values = d["values"][payload["map"].get(state["default"], payload["default"])]
+        want = re.sub(r"\{(\w+)\}", lambda m: _position_texts(values[m[1]], state, state["default"], expected),
+                      d["template"])
+        assert fig.locator(f".{CLASS.desc}").text_content() == want
+    font = contract.facts()["font"]
+    assert page.evaluate("f => f.weights.every(w => document.fonts.check(w + ' 12px \"' + f.family + '\"'))", font)
+    page.watch.assert_clean()

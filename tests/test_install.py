@@ -40,3 +40,25 @@ def test_altair_loads_only_when_a_chart_is_drawn():
     assert out.returncode == 0, out.stderr
     before, after, schema = out.stdout.split()
     assert (before, after) == ("False", "True") and schema.startswith("v6")
+
+
+def test_an_install_holds_every_file_the_package_reads(tmp_path):
+    """What setuptools installs (its build_py step, which a wheel packs) holds every file of the
+    package that is not Python: the assets, the loader's parts and the contract's schemas, which a
+    build reads from the installed package (pyproject's package-data)."""
+    import shutil
+
+    copy = tmp_path / "copy"
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+    for name in ("explainer_gen", "models"):
+        shutil.copytree(REPO / name, copy / name, ignore=skip)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, copy / name)
+    out = subprocess.run([sys.executable, "-c", "import setuptools; setuptools.setup()", "-q", "build_py",
+                          "--build-lib", str(tmp_path / "lib")], capture_output=True, text=True, cwd=copy)
+    assert out.returncode == 0, out.stderr
+    wanted = {p.relative_to(copy) for p in (copy / "explainer_gen").rglob("*") if p.is_file() and p.suffix != ".py"}
+    assert {p for p in wanted if p.parts[1:3] == ("assets", "loader")} and \
+        {p for p in wanted if p.parts[1:3] == ("client", "schema")}
+    installed = {p.relative_to(tmp_path / "lib") for p in (tmp_path / "lib" / "explainer_gen").rglob("*") if p.is_file()}
+    assert sorted(map(str, wanted - installed)) == []

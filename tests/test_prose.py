@@ -231,7 +231,7 @@ def states(state: dict):
 
 
 def text_at(number: dict, state: dict, scenario: str, pos: dict) -> str:
-    """The text loader.js renderNumbers() shows: row-major over deps, "scenario" first."""
+    """The text the loader's renderNumbers() shows: row-major over deps, "scenario" first."""
     index = 0
     for dep in number["deps"]:
         size, at = (len(state["scenarios"]), [s["key"] for s in state["scenarios"]].index(scenario)) if dep == "scenario" else \

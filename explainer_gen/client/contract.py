@@ -1,44 +1,68 @@
-"""The browser contract: the JSON files that `assets/loader.js` reads, shaped here and nowhere else.
+"""The browser contract: the JSON files that the loader reads, shaped here and nowhere else, and the
+facts the loader and the build share.
 
 Two kinds of file cross from the build to the browser:
 
 - the page state (`assets/explainer/page/<hash>.json`), one per page with live figures or
-  numbers: the scenario switch, every scenario the page was computed for, the page's sliders and
-  the inline numbers with what they depend on;
+  numbers: the scenario switch, every scenario the page was computed for, every slider of the
+  page (its figures' too) and the inline numbers with what they depend on;
 - the figure payload (`assets/explainer/fig/<hash>.json`), one per figure: its Vega spec, the
   palette that recolours it, the default scenario's rows, the files that hold the other
   scenarios' rows, and the template of its text description;
 - the variant files (`assets/explainer/fig/<hash>-<n>.json`), fetched when a reader switches:
   each holds the rows of several scenarios, by scenario key (`variant_files`).
 
+Their shapes are JSON Schemas (Draft 2020-12) beside this file, `schema/*.schema.json`, the one
+statement of them: the tests validate every file a real build writes against them
+(tests/test_contract.py). jsonschema is a test dependency only: what is written here depends on
+this code alone, never on what an author wrote, so a test over a real build sees every shape a
+build can write. What a schema cannot say (that the scenarios, their choices and the numbers'
+texts agree with each other) `check_page_state` checks as every build writes it.
+
 Both carry `"version": VERSION`. The loader refuses a file of another version and leaves the
 page as it was built (static pictures, default numbers), so a cached page never meets a loader
-that would misread it. Bump VERSION on every change of shape, and change `loader.js` with it.
+that would misread it. Bump VERSION on every change of shape, in the schemas too.
+
+The loader itself spells out none of the names it shares with the build: `facts()` (the contract
+version, the class and attribute names of the page's HTML, the name that stands for the switch in
+a number's dependencies, the chart font) is written once, at the head of the loader's file
+(client/loader.py). Slider arithmetic is the page state's: each slider's `min`, `step`, `count`
+and `decimals` as Python computes them (sources/controls.Slider), which the loader snaps and
+indexes by, never deriving them itself.
 
 Scenarios are looked up by key, never by position: each scenario lists the switch choice it
 stands for, field by field, and the loader picks the one whose choices match the selects.
 Only scenarios that can run are listed (see pages.PageControls.unfit). Each lists, per switch
 field, the choices that would not run from it (`blocked`: the loader disables those options)
 and the sentence that says why (`note`), so a reader can never pick what cannot run.
-Inline numbers index their `texts` by a scenario's place in the `scenarios` list, which this
-module alone sets.
+Inline numbers index their `texts` in C order over their `deps`: a scenario's place in the
+`scenarios` list (which this module alone sets), then each slider's position.
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from .. import theme
 from ..compute.artifacts import FigureArtifacts, dumps
+from ..compute.numbers import SCENARIO_DEP
+from .. import names
 
-VERSION = 4
+VERSION = 5
 
-# Keys and the JSON types of their values, for the checks below and for readers of this file.
-PAGE_STATE = {"version": int, "switch": dict, "scenarios": list, "default": str, "sliders": dict, "numbers": dict}
-SCENARIO = {"key": str, "choices": dict, "blocked": dict, "note": str}
-SLIDER = {"min": (int, float), "step": (int, float), "count": int, "default": (int, float), "decimals": int}
-NUMBER = {"deps": list, "texts": list}
-FIGURE_PAYLOAD = {"version": int, "spec": dict, "vega": dict, "palette": dict, "data": dict, "default": str,
-                  "variants": dict, "map": dict, "describe": dict}
+SCHEMA_DIR = Path(__file__).resolve().parent / "schema"
+# The schema of each kind of file (read by the tests).
+SCHEMAS = {kind: SCHEMA_DIR / f"{kind}.schema.json" for kind in ("page-state", "figure", "variant")}
+
+
+def facts() -> dict:
+    """What the loader shares with the build, as it receives it (`FACTS` in the loader's file)."""
+    return {
+        "version": VERSION,
+        **names.names(),
+        "scenario": SCENARIO_DEP,
+        "font": {"family": theme.FONT_FAMILY, "weights": sorted({w for _, w in theme.FONT_FILES.values()})},
+    }
 
 
 # A variant file holds the rows of consecutive scenarios (in key order) up to about this many
@@ -72,9 +96,10 @@ def choice_text(value: Any) -> str:
     return str(value)
 
 
-def page_state(controls, numbers, catalogue) -> dict:
-    """The page state of a page whose reader controls are `controls` (pages.PageControls) and whose
-    inline numbers are `numbers` (numbers.NumberResult by id); `catalogue` names the choices."""
+def page_state(controls, numbers, sliders, catalogue) -> dict:
+    """The page state of a page whose reader controls are `controls` (pages.PageControls), whose
+    inline numbers are `numbers` (numbers.NumberResult by id) and whose sliders, its figures' too,
+    are `sliders` (pages.PageBuild.every_slider); `catalogue` names the choices."""
     grid = controls.grid()
     state = {
         "version": VERSION,
@@ -85,7 +110,7 @@ def page_state(controls, numbers, catalogue) -> dict:
                       for s in grid],
         "default": controls.scenario.key,
         "sliders": {n: {"min": s.min, "step": s.step, "count": s.count, "default": s.default,
-                        "decimals": s.decimals} for n, s in controls.sliders.items()},
+                        "decimals": s.decimals} for n, s in sliders.items()},
         "numbers": {n.id: {"deps": n.deps, "texts": n.texts} for n in numbers.values() if n.deps},
     }
     check_page_state(state)
@@ -103,26 +128,11 @@ def figure_payload(*, spec: dict, vega: dict, palette: dict, data: dict, default
     return payload
 
 
-def _check(obj: Any, shape: Mapping[str, Any], what: str) -> None:
-    if not isinstance(obj, dict):
-        raise ValueError(f"{what} must be an object, got {type(obj).__name__}")
-    if set(obj) != set(shape):
-        missing, extra = sorted(set(shape) - set(obj)), sorted(set(obj) - set(shape))
-        raise ValueError(f"{what}: keys differ from the contract (missing {missing}, unexpected {extra})")
-    for key, kind in shape.items():
-        if isinstance(obj[key], bool) or not isinstance(obj[key], kind):
-            raise ValueError(f"{what}: {key!r} must be {kind}, got {type(obj[key]).__name__}")
-
-
 def check_page_state(state: dict) -> None:
-    """ValueError unless `state` has the contract's shape, and its scenarios, their choices
-    and the numbers' texts agree with each other."""
-    _check(state, PAGE_STATE, "page state")
-    if state["version"] != VERSION:
-        raise ValueError(f"page state version {state['version']} is not {VERSION}")
+    """ValueError unless the scenarios of `state`, their choices and the numbers' texts agree with
+    each other. Its shape is the schema's (schema/page-state.schema.json), which this takes as given."""
     keys = []
-    for i, s in enumerate(state["scenarios"]):
-        _check(s, SCENARIO, f"scenario {i}")
+    for s in state["scenarios"]:
         if set(s["choices"]) != set(state["switch"]):
             raise ValueError(f"scenario {s['key']}: choices for {sorted(s['choices'])}, switch has "
                              f"{sorted(state['switch'])}")
@@ -141,13 +151,10 @@ def check_page_state(state: dict) -> None:
         raise ValueError("page state: two scenarios stand for the same switch choice")
     if state["default"] not in keys:
         raise ValueError(f"page state: default {state['default']} is not among the scenarios")
-    for name, s in state["sliders"].items():
-        _check(s, SLIDER, f"slider {name}")
     for nid, n in state["numbers"].items():
-        _check(n, NUMBER, f"number {nid}")
         size = 1
         for dep in n["deps"]:
-            if dep == "scenario":
+            if dep == SCENARIO_DEP:
                 size *= len(keys)
             elif dep in state["sliders"]:
                 size *= state["sliders"][dep]["count"]
@@ -158,10 +165,8 @@ def check_page_state(state: dict) -> None:
 
 
 def check_figure_payload(payload: dict) -> None:
-    """ValueError unless `payload` has the contract's shape and its scenario map points at data it has."""
-    _check(payload, FIGURE_PAYLOAD, "figure payload")
-    if payload["version"] != VERSION:
-        raise ValueError(f"figure payload version {payload['version']} is not {VERSION}")
+    """ValueError unless the scenario map of `payload` points at data it has (its shape is the
+    schema's, schema/figure.schema.json)."""
     known = {payload["default"], *payload["variants"]}
     stray = sorted({v for v in payload["map"].values() if v not in known})
     if stray:

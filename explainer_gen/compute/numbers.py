@@ -26,6 +26,9 @@ from .resolved import reading
 from ..sources.scan import prose_matches
 
 # `{{ expression }}` or `{{ expression | format }}`; never spans lines.
+# In a number's `deps`, the name that stands for the page's switch (its other names are sliders'); the
+# loader receives it with the rest of the contract's facts (client/contract.facts).
+SCENARIO_DEP = "scenario"
 INLINE = re.compile(r"\{\{(?P<body>[^{}\n]*?)\}\}")
 
 # Unit suffix -> factor applied to the SI value, and the text shown after the number.
@@ -453,7 +456,7 @@ class NumberResult:
     """The formatted value at every position of the dimensions it depends on."""
 
     id: str
-    deps: list[str]          # "scenario" and/or slider names, outermost first
+    deps: list[str]          # SCENARIO_DEP and/or slider names, outermost first
     texts: list[str]         # flattened in C order over `deps`
     default: str
 
@@ -556,7 +559,7 @@ def compute_number(item: Inline, number_id: str, expr: Expr, fmt: Format, slider
                           f"{{{{ {item.expr} }}}} is not one")
     default = per_scenario[default_env][default_index]
     varies_by_scenario = any(t != per_scenario[0] for t in per_scenario[1:])
-    deps = (["scenario"] if varies_by_scenario else []) + list(expr.names)
+    deps = ([SCENARIO_DEP] if varies_by_scenario else []) + list(expr.names)
     texts = [t for block in (per_scenario if varies_by_scenario else per_scenario[:1]) for t in block]
     if len(set(texts)) == 1:
         deps = []

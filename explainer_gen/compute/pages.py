@@ -130,6 +130,16 @@ class PageBuild:
         """The sliders that some figure on the page draws a control for."""
         return {name for fig in self.figures for name in fig.request.sliders}
 
+    def every_slider(self) -> dict[str, Slider]:
+        """Every slider of the page by name: the page's own, then those only a figure has. The
+        loader snaps and indexes every slider position by these (a figure that redraws a slider
+        of the page's with another range still has its positions indexed by the page's)."""
+        out = dict(self.controls.sliders)
+        for fig in self.figures:
+            for name, s in fig.request.sliders.items():
+                out.setdefault(name, s)
+        return out
+
     def page_sliders(self) -> list[Slider]:
         """The page's sliders that no figure shows but a number moves with: the page root draws
         their controls, or nothing on the page could move them."""

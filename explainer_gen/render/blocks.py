@@ -14,6 +14,7 @@ from ..compute.pages import FigureOnPage, PageBuild
 from ..sources.markdown import scan_fences
 from ..sources.controls import FIELD, Slider
 from .markup import SEARCH_EXCLUDE, esc
+from ..names import ATTR, CLASS
 
 
 
@@ -34,13 +35,13 @@ def figure_html(fig: FigureOnPage, url: Callable[[str], str], files: dict[str, s
     cap_id = f"{fig.anchor}-caption"
     desc_id = f"{fig.anchor}-desc"
     return (
-        f'<figure class="eg-figure" id="{esc(fig.anchor)}" aria-labelledby="{cap_id}" '
-        f'data-eg-figure="{esc(url(files["json"]))}">'
+        f'<figure class="{CLASS.figure}" id="{esc(fig.anchor)}" aria-labelledby="{cap_id}" '
+        f'{ATTR.figure}="{esc(url(files["json"]))}">'
         f'<figcaption id="{cap_id}">{esc(fig.request.caption)}</figcaption>'
-        f'<div class="eg-view" role="group" aria-label="{esc("Interactive chart: " + fig.request.caption)}"'
+        f'<div class="{CLASS.view}" role="group" aria-label="{esc("Interactive chart: " + fig.request.caption)}"'
         f' aria-describedby="{desc_id}"></div>'
         f'{picture_frame(a, fig.anchor)}'
-        f'<p class="eg-desc" id="{desc_id}">{esc(a.alt)}</p>'
+        f'<p class="{CLASS.desc}" id="{desc_id}">{esc(a.alt)}</p>'
         f'{controls_html(fig.request.sliders.values(), fig.anchor)}'
         f'<details class="eg-data" {SEARCH_EXCLUDE}><summary>Data table</summary>'
         f'{"".join(table_html(each) for each in [t, *t.also])}'
@@ -84,7 +85,7 @@ def static_picture(a: FigureArtifacts, anchor: str) -> str:
     scales down with the column and never up, keeping its aspect ratio.
     """
     width, height = a.image_size
-    root = (f'<svg class="eg-static" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+    root = (f'<svg class="{CLASS.static}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
             f'width="{width}" height="{height}" preserveAspectRatio="xMinYMin meet" '
             f'role="img" aria-labelledby="{anchor}-desc" focusable="false">')
     svg = _IDS.sub(lambda m: m.group(1) + anchor + "-" + m.group(2), a.svg)
@@ -114,23 +115,24 @@ def page_root_html(page: PageBuild, page_json_url: str, bundle_url: str, loader_
             f'{esc(FIELD[name].name_of(v, catalogue))}</option>'
             for v in values)
         selects.append(f'<label class="eg-select"><span>{esc(FIELD[name].label)}</span>'
-                       f'<select name="{esc(name)}" data-eg-switch="{esc(name)}" data-eg-default="{esc(default)}"'
-                       f' aria-describedby="eg-switch-note">{options}</select></label>')
+                       f'<select name="{esc(name)}" {ATTR.switch}="{esc(name)}" {ATTR.default}="{esc(default)}"'
+                       f' aria-describedby="{NOTE_ID}">{options}</select></label>')
     # Why some choices are greyed out; the loader rewrites it for the scenario the reader is in.
-    note = f'<p class="eg-switch-note" id="eg-switch-note">{esc(controls.note(controls.scenario, catalogue))}</p>'
+    note = f'<p class="{CLASS.switch_note}" id="{NOTE_ID}">{esc(controls.note(controls.scenario, catalogue))}</p>'
     switch = (f'<form class="eg-scenario" aria-label="Scenario">{"".join(selects)}{note}</form>'
               if selects else "")
     # The page's sliders that no figure shows (used by the prose alone) get their controls here.
     sliders = controls_html(page.page_sliders(), "eg-page", group=PAGE_SLIDERS_LABEL)
     # Controls are in place from the first paint, so revealing them shifts nothing; without
     # JavaScript they would do nothing, so then they are not shown at all.
-    return (f'<div class="eg-page" data-eg-page="{esc(page_json_url)}" data-eg-bundle="{esc(bundle_url)}" {SEARCH_EXCLUDE}>'
-            f'<noscript><style>.eg-controls, .eg-scenario {{ display: none; }}</style></noscript>'
-            f'{switch}{sliders}<div class="eg-announce" role="status" aria-live="polite" aria-atomic="true"></div>'
+    return (f'<div class="{CLASS.page}" {ATTR.page}="{esc(page_json_url)}" {ATTR.bundle}="{esc(bundle_url)}" {SEARCH_EXCLUDE}>'
+            f'<noscript><style>.{CLASS.controls}, .eg-scenario {{ display: none; }}</style></noscript>'
+            f'{switch}{sliders}<div class="{CLASS.announce}" role="status" aria-live="polite" aria-atomic="true"></div>'
             f'</div>\n<script src="{esc(loader_url)}" defer></script>\n')
 
 
 PAGE_SLIDERS_LABEL = "Sliders for the numbers on this page"
+NOTE_ID = "eg-switch-note"  # the switch note's id, which the selects name as their description
 
 
 def controls_html(sliders: Iterable[Slider], id_prefix: str, group: str = "") -> str:
@@ -147,20 +149,20 @@ def controls_html(sliders: Iterable[Slider], id_prefix: str, group: str = "") ->
         value = f"{s.default:.{s.decimals}f}"
         items.append(
             f'<div class="eg-slider"><label for="{esc(input_id)}">{esc(s.label)}</label>'
-            f'<input type="range" id="{esc(input_id)}" data-eg-param="{esc(s.name)}" min="{s.min:g}" max="{s.max:g}" '
+            f'<input type="range" id="{esc(input_id)}" {ATTR.param}="{esc(s.name)}" min="{s.min:g}" max="{s.max:g}" '
             f'step="{s.step:g}" value="{value}">'
             f'<output for="{esc(input_id)}">{value}</output></div>')
     if not items:
         return ""
-    attrs = (f'class="eg-controls eg-page-sliders" role="group" aria-label="{esc(group)}"' if group
-             else 'class="eg-controls"') + f" {SEARCH_EXCLUDE}"
+    attrs = (f'class="{CLASS.controls} eg-page-sliders" role="group" aria-label="{esc(group)}"' if group
+             else f'class="{CLASS.controls}"') + f" {SEARCH_EXCLUDE}"
     return f'<div {attrs}>{"".join(items)}</div>'
 
 
 def number_span(result: NumberResult) -> str:
     """An inline number as the page holds it: its text as built, and, where it changes with the
     sliders or the switch, the id by which the loader finds its other texts."""
-    attrs = f' data-eg-num="{esc(result.id)}"' if result.deps else ""
+    attrs = f' {ATTR.num}="{esc(result.id)}"' if result.deps else ""
     return f'<span class="eg-num"{attrs}>{esc(result.default)}</span>'
 
 

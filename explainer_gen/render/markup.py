@@ -11,6 +11,8 @@ from __future__ import annotations
 import html
 import re
 
+from ..names import CLASS
+
 esc = lambda s: html.escape(str(s), quote=True)  # noqa: E731
 
 # Characters Markdown (and its extensions: arithmatex, inline numbers, tables) would act on.
@@ -33,7 +35,7 @@ def card(kind: str, text_html: str, link_html: str, card_id: str) -> str:
     the feed are its home, and in the index it would run into the sentence around the link.
     """
     return (f'<span class="eg-ref eg-{kind}">{link_html}'
-            f'<span class="eg-card" role="tooltip" id="{esc(card_id)}" {SEARCH_EXCLUDE}>{text_html}</span></span>')
+            f'<span class="{CLASS.card}" role="tooltip" id="{esc(card_id)}" {SEARCH_EXCLUDE}>{text_html}</span></span>')
 
 
 # What keeps an element and its text out of the theme's search index (Material's and Zensical's

@@ -20,6 +20,7 @@ from .. import theme
 from ..cache import PACKAGE_ROOT, digest
 from ..client import contract
 from ..client.bundle import javascript_bundle, short_hash
+from ..client.loader import loader_script
 from ..compute import assumptions, workers
 from ..compute.artifacts import dumps
 from ..compute.pages import FENCE_NAME, PageBuild, build_page
@@ -54,7 +55,7 @@ class Collector:
             add(ATOM_PATH, render_refs.atom(refs, site_name, site_url, urls))
         bundle = javascript_bundle(store.cache)
         bundle_path = add(f"{ASSETS}/vega-{short_hash(bundle)}.js", bundle)
-        loader = (PACKAGE_ROOT / "assets" / "loader.js").read_text(encoding="utf-8")
+        loader = loader_script()  # read afresh each build, with the contract's facts (client/loader.py)
         loader_path = add(f"{ASSETS}/loader-{short_hash(loader)}.js", loader)
         add(CSS_PATH, theme.palette_css() + (PACKAGE_ROOT / "assets" / "explainer.css").read_text(encoding="utf-8"))
         for path, (font, _) in theme.FONT_FILES.items():
@@ -82,9 +83,12 @@ class Collector:
                     add(path, content)
                 figure_files[fig.anchor + "@" + p.src_uri] = where
             # Keyed by what decides the state, not by the page's text: a prose edit stores nothing new.
-            state_key = digest(store.fingerprint, page.controls.identity(), list(page.numbers))
+            sliders = page.every_slider()
+            state_key = digest(store.fingerprint, page.controls.identity(), list(page.numbers),
+                               [vars(s) for s in sliders.values()])
             state = store.remember("page-json", state_key,
-                                   lambda: dumps(contract.page_state(page.controls, page.numbers, store.catalogue)),
+                                   lambda: dumps(contract.page_state(page.controls, page.numbers, sliders,
+                                                                     store.catalogue)),
                                    lambda text: text, lambda text: text)
             page_json[p.src_uri] = add(f"{ASSETS}/page/{short_hash(p.src_uri)}.json", state)
         return SiteModel(settings=settings, catalogue=store.catalogue, sources={p.src_uri: p for p in pages},

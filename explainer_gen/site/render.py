@@ -11,6 +11,7 @@ from __future__ import annotations
 import posixpath
 
 from .. import theme
+from ..names import CLASS
 from ..render import refs
 from ..render.blocks import figure_html, page_root_html, place_pictures, static_picture, substitute_numbers
 from ..render.chrome import Chrome
@@ -73,7 +74,7 @@ class Renderer:
         the theme's start-up moved ahead of the content (render/chrome.py)."""
         source = self.model.sources.get(src_uri)
         output = self.chrome.apply(place_pictures(output, self._pictures(src_uri) if source is not None else {}))
-        if source is not None and 'class="eg-static"' in output:
+        if source is not None and f'class="{CLASS.static}"' in output:
             # The chart font, early: static pictures are laid out for it.
             fonts = "".join(f'<link rel="preload" href="{relative_url(f"{ASSETS}/{path}", source.url)}" '
                             'as="font" type="font/woff2" crossorigin>' for path in theme.FONT_FILES)

@@ -1,0 +1,146 @@
+/* explainer-gen's loader: figures going live. A figure's static picture gives way to a live Vega
+ * view when a reader reaches for it; the Vega bundle is fetched for the first, and the figures
+ * are brought to life one per task. */
+
+var queue = [];
+var draining = false;
+var bundle = null;
+var bundleUrl = null;
+
+function loadBundle() {
+  if (window.vegaEmbed) return Promise.resolve();
+  if (!bundle) {
+    bundle = new Promise(function (ok, fail) {
+      var s = document.createElement("script");
+      s.src = bundleUrl;
+      s.onload = ok;
+      s.onerror = function () { bundle = null; fail(new Error("could not load " + bundleUrl)); };
+      document.head.appendChild(s);
+    });
+  }
+  return bundle;
+}
+
+function scheme() {
+  return document.body.getAttribute("data-md-color-scheme") === "slate" ? "dark" : "light";
+}
+
+function rows(cols) {
+  var names = Object.keys(cols), n = names.length ? cols[names[0]].length : 0, out = new Array(n);
+  for (var i = 0; i < n; i++) {
+    var r = {};
+    for (var j = 0; j < names.length; j++) r[names[j]] = cols[names[j]][i];
+    out[i] = r;
+  }
+  return out;
+}
+
+function dataFor(fig) {
+  var p = fig.payload, key = p.map[state.scenario] || p.default;
+  if (key === p.default) return Promise.resolve(p.data);
+  // A variant file holds several scenarios' rows by key (contract.variant_files).
+  return fetchJSON(new URL(p.variants[key], fig.url).href).then(function (rows) {
+    if (!rows[key]) throw new Error(p.variants[key] + " holds no rows for " + key);
+    return rows[key];
+  });
+}
+
+// The spec names its colours by the palette's light values; the page's CSS variables hold
+// the current scheme's, so the live view matches the static picture in either scheme.
+function recolour(vega, palette) {
+  var css = getComputedStyle(document.body), text = JSON.stringify(vega);
+  Object.keys(palette || {}).forEach(function (light) {
+    var value = css.getPropertyValue(palette[light]).trim();
+    if (value) text = text.split('"' + light + '"').join(JSON.stringify(value));
+  });
+  return JSON.parse(text);
+}
+
+// Vega measures text when it lays a chart out: the chart font must be there first.
+var fontsReady = null;
+function chartFonts() {
+  if (!fontsReady) {
+    fontsReady = document.fonts && document.fonts.load
+      ? Promise.all(FACTS.font.weights.map(function (w) { return document.fonts.load(w + ' 12px "' + FACTS.font.family + '"'); }))
+          .catch(function () {})
+      : Promise.resolve();
+  }
+  return fontsReady;
+}
+
+function embed(fig, gen) {
+  return Promise.all([fetchJSON(fig.url), chartFonts()]).then(function (got) {
+    fig.payload = checked("figure " + fig.url, got[0]);
+    describeFigure(fig);
+    return dataFor(fig);
+  }).then(function (cols) {
+    if (gen !== generation) return;
+    if (fig.result) { fig.result.finalize(); fig.result = null; }
+    var still = fig.el.querySelector(dot(CLS.static));
+    var height = still ? still.getBoundingClientRect().height : 0;
+    if (height && !fig.view.style.minHeight) {
+      fig.view.style.minHeight = height + "px"; // keep the text below in place
+    }
+    fig.el.classList.add(CLS.live); // the view needs its width before Vega measures it
+    // Compiled to Vega at build time, so nothing is compiled here. The page's own controls
+    // set the params that the Vega-Lite spec binds to range inputs.
+    var spec = recolour(fig.payload.vega, fig.payload.palette);
+    spec.data.forEach(function (d) { if (d.name === "table") d.values = rows(cols); });
+    (spec.signals || []).forEach(function (sig) {
+      if (fig.params.indexOf(sig.name) >= 0 && sig.name in state.sliders) sig.value = state.sliders[sig.name];
+    });
+    // Canvas: a slider move redraws a bitmap instead of rebuilding hundreds of SVG nodes
+    // (Vega scales it by devicePixelRatio, and redraws when that changes).
+    var options = { mode: "vega", actions: false, renderer: "canvas", tooltip: { theme: scheme() } };
+    return window.vegaEmbed(fig.view, spec, options).then(function (result) {
+      if (gen !== generation) { result.finalize(); return; }
+      name(fig);
+      fig.result = result;
+    });
+  });
+}
+
+// A canvas says nothing to a screen reader: the view is one image, named like the static
+// picture it replaces. Vega made the view's element a "graphics-document" labelled by the
+// spec's description; it becomes role="img" with the page's own name (the aria-label that
+// explainer_gen/render/blocks.py's figure_html gives the view,
+// else the caption) and the figure's description, which describeFigure keeps current.
+function name(fig) {
+  var v = fig.view, caption = fig.el.querySelector("figcaption"), desc = fig.el.querySelector(dot(CLS.desc));
+  v.setAttribute("role", "img");
+  v.removeAttribute("aria-roledescription");
+  if (fig.label) v.setAttribute("aria-label", fig.label);
+  else if (caption && caption.id) { v.removeAttribute("aria-label"); v.setAttribute("aria-labelledby", caption.id); }
+  if (desc && desc.id) v.setAttribute("aria-describedby", desc.id);
+}
+
+function schedule(fig) {
+  if (fig.queued || fig.result) return;
+  fig.queued = true;
+  queue.push(fig);
+  drain();
+}
+
+function drain() {
+  if (draining) return;
+  draining = true;
+  var gen = generation;
+  loadBundle().then(function step() {
+    var fig = queue.shift();
+    if (!fig || gen !== generation) { draining = false; return; }
+    return embed(fig, gen).then(nextTask).then(step); // one figure per task
+  }).catch(function (err) { draining = false; report(err); });
+}
+
+function retheme() {
+  var gen = generation;
+  figures.forEach(function (fig) { if (fig.result) embed(fig, gen).catch(report); });
+}
+
+// A new page: its figures are other elements; the ones left are let go.
+function resetFigures() {
+  figures.forEach(function (fig) { if (fig.result) fig.result.finalize(); });
+  figures = [];
+  queue = [];
+  draining = false;
+}

@@ -1,0 +1,147 @@
+/* explainer-gen's loader: the page's lifecycle. Each page that Material (or Zensical) shows is
+ * set up here, its state read once a reader acts, and a reader's moves handed to the other parts;
+ * the previous page's work is dropped first. */
+
+var INTENT = ["pointerenter", "focusin", "touchstart"]; // a reader reaching for a figure
+// The first signs of a reader acting on the page, anywhere in it (see init).
+var WAKE = ["pointerover", "pointerdown", "touchstart", "keydown", "focusin", "input", "change"];
+var wake = function () {}; // reads the page's state, once per page; set by init
+
+function onInput(event) {
+  var input = event.target, name = input.getAttribute(ATTR.param);
+  if (!name) return;
+  var value = +input.value;
+  if (state.sliders[name] === value) return;
+  state.sliders[name] = value;
+  inputs(name).forEach(function (other) {
+    if (other !== input) other.value = value;
+    var out = other.parentNode.querySelector("output");
+    if (out) out.textContent = other.value;
+  });
+  var own = input.closest(dot(CLS.figure));
+  figures.forEach(function (fig) {
+    if (fig.params.indexOf(name) < 0) return;
+    if (own === fig.el) moved = fig;
+    if (fig.result) fig.result.view.signal(name, value).runAsync();
+    else schedule(fig); // its static image shows the default state: bring it to life
+    describeSoon(fig);
+  });
+  renderNumbersSoon();
+  writeURLSoon();
+  announceSoon();
+}
+
+function onScenario() {
+  var gen = generation;
+  state.scenario = scenarioFromSelects();
+  showScenario(state.scenario);
+  renderNumbers();
+  writeURLSoon();
+  announceSoon();
+  figures.forEach(function (fig) {
+    describeFigure(fig);
+    if (!fig.result) { schedule(fig); return; }
+    dataFor(fig).then(function (cols) {
+      if (gen !== generation || !fig.result) return;
+      fig.result.view.data("table", rows(cols)).runAsync();
+    }).catch(report);
+  });
+}
+
+function teardown() {
+  generation++;
+  Object.keys(timers).forEach(cancel);
+  resetDescriptions();
+  resetNumbers();
+  resetControls();
+  WAKE.forEach(function (type) { window.removeEventListener(type, wake, true); });
+  wake = function () {};
+  resetFigures();
+  page = null;
+  state = null;
+}
+
+function init() {
+  teardown();
+  var gen = generation;
+  var root = document.querySelector(dot(CLS.page) + having(ATTR.page));
+  if (!root) return;
+  // The page's <noscript> hides the controls from readers without JavaScript. Zensical's
+  // instant navigation parses the new page with scripting off, so the style inside comes
+  // alive there and would hide them from everyone: with the script running, it goes.
+  Array.prototype.forEach.call(root.querySelectorAll("noscript"), function (n) { n.remove(); });
+  bundleUrl = resolve(root, ATTR.bundle);
+  figures = Array.prototype.slice.call(document.querySelectorAll(dot(CLS.figure) + having(ATTR.figure))).map(function (el) {
+    var params = Array.prototype.map.call(el.querySelectorAll(dot(CLS.controls) + " input" + having(ATTR.param)),
+      function (input) { return input.getAttribute(ATTR.param); });
+    var view = el.querySelector(dot(CLS.view));
+    return { el: el, view: view, url: resolve(el, ATTR.figure), label: view.getAttribute("aria-label"),
+             payload: null, result: null, params: params, wanted: false };
+  });
+  // Listen for a reader reaching for a figure from the start; what arrives before the
+  // page's state is known is remembered and acted on once it is.
+  figures.forEach(function (fig) {
+    function want() { fig.wanted = true; if (state) schedule(fig); else wake(); }
+    INTENT.forEach(function (type) { fig.el.addEventListener(type, want, { once: true, passive: true }); });
+  });
+  // The page's state (every number's texts, the scenarios) is read only once it can matter:
+  // at once for a shared link, whose numbers differ from the built page's, and otherwise at the
+  // reader's first pointer, touch, key or control. A reader who only reads the page as built
+  // never downloads or parses it, and the page's first seconds carry no work of ours.
+  var started = false;
+  wake = function () {
+    if (started) return;
+    started = true;
+    WAKE.forEach(function (type) { window.removeEventListener(type, wake, true); });
+    start(gen, root);
+  };
+  if (location.search) wake();
+  else WAKE.forEach(function (type) { window.addEventListener(type, wake, { capture: true, passive: true }); });
+}
+
+function start(gen, root) {
+  fetchJSON(resolve(root, ATTR.page)).then(function (info) {
+    if (gen !== generation) return;
+    page = checked("page state", info);
+    // Controls the reader moved before the state arrived (or the browser restored on going
+    // back) start from the page's own state and are then moved, as the reader moved them.
+    var early = movedControls();
+    state = initialState();
+    showScenario(state.scenario);
+    showControls();
+    // The root holds the page's own sliders too: only a select of the switch changes the scenario.
+    root.addEventListener("change", function (event) {
+      if (event.target.hasAttribute && event.target.hasAttribute(ATTR.switch)) onScenario();
+    });
+    Array.prototype.forEach.call(document.querySelectorAll(dot(CLS.controls)), function (c) {
+      c.addEventListener("input", onInput);
+    });
+    renderNumbers();
+    watchNumbers();
+    changed.clear(); // a shared link's numbers are what the page opens with, not news
+    var shared = !isDefault(); // a shared link: its state differs from every static image
+    figures.forEach(function (fig) {
+      // Until a reader reaches for a figure, its static image is the chart: no Vega needed.
+      if (shared || fig.wanted || fig.el.matches(":hover") || fig.el.contains(document.activeElement)) schedule(fig);
+    });
+    early.forEach(function (m) {
+      m.control.value = m.value;
+      if (m.control.tagName === "SELECT") onScenario(); else onInput({ target: m.control });
+    });
+  }).catch(report);
+}
+
+new MutationObserver(retheme).observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
+window.explainerGen = {
+  figures: function () { return figures.filter(function (f) { return f.result; }); },
+  state: function () { return state; },
+  facts: function () { return FACTS; }
+};
+
+if (window.document$ && typeof window.document$.subscribe === "function") {
+  window.document$.subscribe(init); // Material: fires now and after every instant navigation
+} else if (document.readyState === "loading") {
+  document.addEventListener("DOMContentLoaded", init);
+} else {
+  init();
+}

@@ -1,0 +1,47 @@
+"""The names by which the loader finds what the page's HTML holds: classes and data attributes.
+
+This module is their one home, under every layer that names them. `render/blocks.py` (and
+`render/markup.py`, `site/render.py`, `theme.py`) write them into the page; `client/contract.facts`
+hands the same mapping to the loader, which the build writes at the
+head of the loader's file (`client/loader.py`), so the loader never spells one out itself.
+`assets/explainer.css` styles some of them too, by the same names.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class Classes:
+    """Class names the loader looks for or sets (keys as the loader reads them: `FACTS.classes.view`)."""
+    page: str = "eg-page"              # the page root: state URL, bundle URL, switch, page sliders
+    figure: str = "eg-figure"          # a figure block
+    view: str = "eg-view"              # where the live Vega view goes
+    static: str = "eg-static"          # the static picture it replaces
+    live: str = "eg-live"              # set on a figure once its live view is in place
+    desc: str = "eg-desc"              # a figure's text description, kept current by the loader
+    controls: str = "eg-controls"      # a group of range inputs
+    switch_note: str = "eg-switch-note"  # why some switch choices are greyed out
+    announce: str = "eg-announce"      # the polite live region
+    card: str = "eg-card"              # a hover card, left out of what is announced
+
+
+@dataclass(frozen=True)
+class Attributes:
+    """Data attributes the loader reads (`FACTS.attributes.param`)."""
+    page: str = "data-eg-page"         # on the page root: the page state's URL
+    bundle: str = "data-eg-bundle"     # on the page root: the Vega bundle's URL
+    figure: str = "data-eg-figure"     # on a figure: its payload's URL
+    param: str = "data-eg-param"       # on a range input: the slider's name
+    switch: str = "data-eg-switch"     # on a select: the switch field
+    default: str = "data-eg-default"   # on a select: the page's default choice
+    num: str = "data-eg-num"           # on an inline number: its id in the page state
+
+
+CLASS = Classes()
+ATTR = Attributes()
+
+
+def names() -> dict[str, dict[str, str]]:
+    """Both, as the loader receives them."""
+    return {"classes": asdict(CLASS), "attributes": asdict(ATTR)}
