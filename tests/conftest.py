@@ -16,7 +16,7 @@ settings.register_profile("project", deadline=None, derandomize=True)
 settings.load_profile("project")
 
 import helpers  # noqa: E402
-from helpers import HOST_BUILDS, launch_chromium, serve  # noqa: E402
+from helpers import HOST_BUILDS, SITE_ORIGINS, NamedHosts, launch_chromium  # noqa: E402
 
 # Tiers: every test is in one, sorted here by what it uses, so a new test needs no mark.
 #   browser  uses the `browser` or `page` fixture, or starts Playwright itself;
@@ -228,7 +228,7 @@ def _built(tmp_path_factory, host: str) -> Path:
     dest, done = root / "site", root / "done"
     with FileLock(str(root) + ".lock"):
         if not done.exists():
-            result = HOST_BUILDS[host](dest)
+            result = HOST_BUILDS[host](dest, site_url=SITE_ORIGINS[host])
             assert result.returncode == 0, result.stderr
             done.touch()
     return dest
@@ -254,15 +254,21 @@ def warm_cache(mkdocs_site) -> Path:
 
 
 @pytest.fixture(scope="session")
-def mkdocs_url(mkdocs_site):
-    with serve(mkdocs_site) as url:
-        yield url
+def named_hosts():
+    """This process's server of the real site's builds, each at its own origin (helpers.NamedHosts)."""
+    hosts = NamedHosts()
+    yield hosts
+    hosts.close()
 
 
 @pytest.fixture(scope="session")
-def zensical_url(zensical_site):
-    with serve(zensical_site) as url:
-        yield url
+def mkdocs_url(mkdocs_site, named_hosts):
+    return named_hosts.add(SITE_ORIGINS["mkdocs"], mkdocs_site)
+
+
+@pytest.fixture(scope="session")
+def zensical_url(zensical_site, named_hosts):
+    return named_hosts.add(SITE_ORIGINS["zensical"], zensical_site)
 
 
 @pytest.fixture(scope="module")
@@ -282,12 +288,13 @@ def base_url(host, request) -> str:
 
 
 @pytest.fixture(scope="session")
-def browser():
+def browser(named_hosts):
+    """Chromium, reaching the real site's builds at their own origins (helpers.NamedHosts)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         try:
-            b, missing = launch_chromium(p), None
+            b, missing = launch_chromium(p, named_hosts.chromium_args), None
         except RuntimeError as e:
             b, missing = None, str(e)
         if missing:  # no browser fails the browser tier, saying how to install one; never a skip

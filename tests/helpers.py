@@ -55,14 +55,14 @@ def find_chromium() -> tuple[str | None, str]:
 CHROMIUM, CHROMIUM_SOURCE = find_chromium()
 
 
-def launch_chromium(playwright, **options):
+def launch_chromium(playwright, extra_args: list[str] = (), **options):
     """Launch the Chromium find_chromium() names, with CHROMIUM_ARGS; fails saying how to install
     one when there is none (a missing browser must fail the browser tier, never skip it)."""
     if CHROMIUM and not os.access(CHROMIUM, os.X_OK):
         raise RuntimeError(f"{CHROMIUM_SOURCE} names {CHROMIUM}, which is not an executable file.\n"
                            + INSTALL_CHROMIUM)
     try:
-        return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, **options)
+        return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS + list(extra_args), **options)
     except Exception as e:
         missing = re.search(r"Executable doesn't exist at (\S+)", str(e))
         if CHROMIUM is None and missing:
@@ -91,18 +91,21 @@ TIER: str | None = None
 
 
 def mkdocs_build(dest: Path, config: Path = REPO / "mkdocs.yml", strict: bool = True,
-                 cwd: Path | None = None, process: bool = False) -> subprocess.CompletedProcess:
+                 cwd: Path | None = None, process: bool = False, site_url: str | None = None
+                 ) -> subprocess.CompletedProcess:
     """`mkdocs build -q -f config -d dest [--strict]`, run from `cwd` (the config's folder): its
     exit status, what it printed and where. In this process by default, through MkDocs' own
     `load_config` and `build` as the command line calls them (see _mkdocs_in_process), which
     saves the new interpreter's start-up (about 2 s a build); `process=True` runs the command
-    itself, for the tests about what the command does (its exit status, no traceback)."""
+    itself, for the tests about what the command does (its exit status, no traceback). `site_url`
+    sets the SITE_URL that mkdocs.yml reads (`!ENV`)."""
     assert TIER != "unit", ("a unit-tier test builds a site: conftest.py did not see the build "
                             "(tiers come from what a test calls); mark the test @pytest.mark.site")
     cmd = MKDOCS + ["build", "-q", "-f", str(config), "-d", str(dest)] + (["--strict"] if strict else [])
+    environment = {**env(), **({"SITE_URL": site_url} if site_url else {})}
     if process:
-        return subprocess.run(cmd, capture_output=True, text=True, env=env(), cwd=cwd or config.parent)
-    return _mkdocs_in_process(cmd, config, dest, strict, cwd or config.parent)
+        return subprocess.run(cmd, capture_output=True, text=True, env=environment, cwd=cwd or config.parent)
+    return _mkdocs_in_process(cmd, config, dest, strict, cwd or config.parent, environment)
 
 
 class _Log(logging.Formatter):
@@ -112,8 +115,8 @@ class _Log(logging.Formatter):
         return f"{record.levelname:<8}-  {super().format(record)}"
 
 
-def _mkdocs_in_process(cmd: list[str], config: Path, dest: Path, strict: bool, cwd: Path
-                       ) -> subprocess.CompletedProcess:
+def _mkdocs_in_process(cmd: list[str], config: Path, dest: Path, strict: bool, cwd: Path,
+                       environment: dict[str, str]) -> subprocess.CompletedProcess:
     """What `mkdocs build -q` (mkdocs/__main__.py: build_command) does, in this process: the
     `mkdocs` logger at ERROR (-q) printing to stderr, the config loaded with the command's
     options, the plugins' start-up, the build, and each way the command ends: an Abort's message
@@ -136,7 +139,7 @@ def _mkdocs_in_process(cmd: list[str], config: Path, dest: Path, strict: bool, c
     code = 0
     try:
         os.chdir(cwd)
-        os.environ.update(env())
+        os.environ.update(environment)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 cfg = mkdocs_config.load_config(config_file=str(config), site_dir=str(dest),
@@ -168,13 +171,14 @@ def _mkdocs_in_process(cmd: list[str], config: Path, dest: Path, strict: bool, c
 ZENSICAL_HOST = [sys.executable, "-m", "explainer_gen.host_zensical", "build"]
 
 
-def zensical_build(dest: Path, config: Path = REPO / "mkdocs.yml", zensical: Path | None = None
-                   ) -> subprocess.CompletedProcess:
+def zensical_build(dest: Path, config: Path = REPO / "mkdocs.yml", zensical: Path | None = None,
+                   site_url: str | None = None) -> subprocess.CompletedProcess:
     """The site of `config` built by Zensical (`make zensical`) into `dest`; `zensical` stands in
-    for the zensical command."""
+    for the zensical command; `site_url` as mkdocs_build's."""
     assert TIER != "unit", "a unit-tier test builds a site: mark it @pytest.mark.site"
     command = ZENSICAL_HOST + ["-f", str(config), "-d", str(dest)] + (["--zensical", str(zensical)] if zensical else [])
-    return subprocess.run(command, capture_output=True, text=True, env=env(), cwd=config.parent, timeout=900)
+    environment = {**env(), **({"SITE_URL": site_url} if site_url else {})}
+    return subprocess.run(command, capture_output=True, text=True, env=environment, cwd=config.parent, timeout=900)
 
 
 # Each host's build of a config into a folder, by the name `@pytest.mark.hosts` uses (conftest.py).
@@ -319,6 +323,89 @@ def serve(directory: Path, prefix: str = "", compress: bool = True):
     finally:
         server.shutdown()
         server.server_close()
+
+
+# The real site as the browser tests load it: each host's build is told its own origin (site_url),
+# and the browser reaches that origin on one server of this process (`NamedHosts`). A page's origin
+# is then its site's, as it is for a reader, and Material's instant navigation runs: for a site
+# whose site_url names another origin, it loads every link as a new page.
+NAMED_DOMAIN = "explainer.test"  # a name no resolver answers for (RFC 2606): only the mapping below
+SITE_ORIGINS = {"mkdocs": f"http://mkdocs.{NAMED_DOMAIN}/", "zensical": f"http://zensical.{NAMED_DOMAIN}/"}
+
+
+class NamedHosts:
+    """A server (as `serve`'s) at 127.0.0.1 for each origin of SITE_ORIGINS, on a port of its own,
+    serving the folder `add` gives it. `chromium_args` map each origin's name to its server, in a
+    browser launched with them; `direct` turns a URL under NAMED_DOMAIN into its server's, for a
+    reader without that mapping (this process, and Playwright's own fetch in a route)."""
+
+    current: "NamedHosts | None" = None  # this process's, for `direct`
+
+    def __init__(self):
+        from urllib.parse import urlsplit
+
+        self.sites: dict[str, str] = {}
+        self.servers: dict[str, http.server.ThreadingHTTPServer] = {}
+        for origin in SITE_ORIGINS.values():
+            name = urlsplit(origin).hostname
+            sites = self.sites
+
+            class Named(_Pages):
+                def parse_request(self, name=name):
+                    ok = super().parse_request()
+                    if ok:  # a folder that does not exist until the site is added
+                        self.directory = sites.get(name, "/nonexistent")
+                    return ok
+
+            server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Named, directory="/nonexistent"))
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            self.servers[name] = server
+        self.chromium_args = ["--host-resolver-rules=" + ", ".join(
+            f"MAP {name}:80 127.0.0.1:{server.server_address[1]}" for name, server in self.servers.items())]
+        NamedHosts.current = self
+
+    def add(self, origin: str, directory: Path) -> str:
+        """Serve `directory` at `origin` (one of SITE_ORIGINS); returns the origin."""
+        from urllib.parse import urlsplit
+
+        self.sites[urlsplit(origin).hostname] = str(directory)
+        return origin
+
+    def direct(self, url: str) -> str:
+        """`url` at its server's own address: http://127.0.0.1:PORT/... (other URLs as they are)."""
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        server = self.servers.get(parts.hostname or "")
+        return url if server is None else parts._replace(netloc=f"127.0.0.1:{server.server_address[1]}").geturl()
+
+    def fetch(self, url: str) -> bytes:
+        """The body at `url`, read as a browser with `chromium_args` would."""
+        import urllib.request
+
+        return urllib.request.urlopen(self.direct(url), timeout=10).read()
+
+    def close(self) -> None:
+        for server in self.servers.values():
+            server.shutdown()
+            server.server_close()
+        NamedHosts.current = None
+
+
+def direct(url: str) -> str:
+    """`url` at its server's own address (NamedHosts.direct), for a page a test rewrites through a
+    route. Chromium counts a document that a route fulfils as public, and a public page may not
+    load its files from 127.0.0.1 (Local Network Access); at the server's address it is a loopback
+    page, whose files load as they do for a page of the site."""
+    hosts = NamedHosts.current
+    return hosts.direct(url) if hosts is not None else url
+
+
+def route_fetch(route):
+    """`route.fetch()` for a page of the real site: Playwright fetches from its own process, which
+    knows no NAMED_DOMAIN name, so the request goes to the server's own address."""
+    hosts = NamedHosts.current
+    return route.fetch(url=hosts.direct(route.request.url)) if hosts is not None else route.fetch()
 
 
 def article(html: str) -> str:

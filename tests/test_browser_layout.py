@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import route_fetch
+
 pytestmark = pytest.mark.hosts()  # on both hosts' builds (tests/conftest.py)
 
 DESKTOP, PHONE = (1280, 900), (390, 844)
@@ -102,7 +104,7 @@ def screen(request, browser):
     pg.stripped = None   # how many blocks were taken out of the style sheet, when asked to
     if request.param == "desktop-without-anchors":
         def strip(route):
-            response = route.fetch()
+            response = route_fetch(route)
             css, pg.stripped = without_anchor_positioning(response.text())
             route.fulfill(response=response, body=css)
         pg.stripped = 0

@@ -104,6 +104,9 @@ def test_instant_navigation_renders_each_figure_once_and_the_keyboard_moves_ever
     wait_for_figures(page)
     keyboard_moves_every_control(page, figs[0])
     moved = {figs[0]}
+    # A mark on this document: a link the theme's instant loader follows keeps it, and a link
+    # loaded as a new page (what every link is when the site's origin is not the page's) drops it.
+    page.evaluate("() => { window.__walk = 'one document'; }")
     # End on a page whose figures have sliders (the KV page's follow the switch alone).
     last = next(p for p in figs if 'type="range"' in (site / p / "index.html").read_text())
     for path in figs[1:] + [figs[0]] + figs[1:2] + [last]:
@@ -115,6 +118,7 @@ def test_instant_navigation_renders_each_figure_once_and_the_keyboard_moves_ever
         page.wait_for_function("t => { const h = document.querySelector('.md-content h1');"
                                " return h && h.textContent.trim().startsWith(t); }", arg=heading(site, path))
         n = wait_for_figures(page)
+        assert page.evaluate("() => window.__walk") == "one document", f"{path} was loaded as a new page"
         assert page.evaluate("() => window.__explainerGen === true")
         for fig in page.locator(".eg-figure").all():
             assert fig.locator(".eg-view .marks").count() == 1  # one drawing surface: drawn once

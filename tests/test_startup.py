@@ -17,6 +17,7 @@ from typing import NamedTuple
 import pytest
 
 from explainer_gen.render.chrome import OUR_FORM, PALETTE_FORM, Chrome
+from helpers import direct, route_fetch
 from test_reader import figure_pages, site_pages
 
 pytestmark = pytest.mark.hosts()
@@ -49,7 +50,7 @@ def open_page(browser, url: str, *, scheme: str = "light", undo=None, init: str 
         page.add_init_script(init)
     if undo:
         def serve_theme_only(route):
-            response = route.fetch()
+            response = route_fetch(route)
             route.fulfill(response=response, body=undo(response.text()))
         page.route(url, serve_theme_only)
     if block_bundle:
@@ -172,7 +173,7 @@ def test_theme_start_up_changes_nothing_the_page_is_styled_by(browser, base_url,
 def test_negative_control_the_theme_alone_changes_them(browser, base_url, site):
     """The same check on the page as the theme alone serves it finds each change chrome.py moved."""
     path = figure_pages(site)[0]
-    found = late_changes(browser, base_url + path, undo=theme_only)
+    found = late_changes(browser, direct(base_url + path), undo=theme_only)
     text = "\n".join(found)
     assert "html class: no-js" in text, found                            # the no-js swap
     assert "html data-js-focus-visible: null" in text, found             # the focus-visible mark
@@ -223,11 +224,11 @@ def restyles_after_bundle(browser, url: str, **options) -> tuple[list[str], int]
 
 def test_negative_control_the_theme_alone_restyles_the_whole_page(browser, base_url, site):
     for path in figure_pages(site)[:2]:
-        found, large = restyles_after_bundle(browser, base_url + path, undo=theme_only)
+        found, large = restyles_after_bundle(browser, direct(base_url + path), undo=theme_only)
         assert "platform colours changed" in found and large >= 3, (path, found, large)
     # Without their boxes, the theme's re-wrapping of the tables restyles the whole article.
     path = next(p for p in figure_pages(site) if '<div class="eg-table-box">' in (site / p / "index.html").read_text())
-    found, _ = restyles_after_bundle(browser, base_url + path, undo=unboxed)
+    found, _ = restyles_after_bundle(browser, direct(base_url + path), undo=unboxed)
     assert "restyled all of ARTICLE" in found, found
 
 
@@ -291,9 +292,11 @@ def test_switch_is_kept_across_pages_reloads_and_the_keyboard(browser, base_url,
     page.wait_for_function("() => !document.body.hasAttribute('data-md-color-switching')")
     # Instant navigation keeps the header: the switch still works on the next page.
     target = figure_pages(site)[0]
+    page.evaluate("() => { window.__walk = 'one document'; }")  # kept by an instant navigation only
     page.locator(f"a.md-nav__link[href$='{target}']").first.click()
     page.wait_for_url(re.compile(re.escape(target) + "$"))
     page.wait_for_function("() => document.querySelector('.eg-figure')")
+    assert page.evaluate("() => window.__walk") == "one document", "the link was loaded as a new page"
     assert shown_scheme(page)["scheme"] == "slate"
     page.locator(SWITCH).click()
     assert shown_scheme(page)["scheme"] == "default"
@@ -340,13 +343,13 @@ def test_markdown_tables_look_as_the_theme_draws_them(browser, base_url, site):
     the theme's. Negative controls: a box that spaces its letters or shifts by a pixel draws differently, and without the
     rule that keeps the theme's spacing after a bare table, the page below it moves."""
     path = next(p for p in figure_pages(site) if '<div class="eg-table-box">' in (site / p / "index.html").read_text())
-    url = base_url + path
+    url = direct(base_url + path)  # a page rewritten through a route (helpers.direct)
 
     def drawn(js: bool, extra_css: str = "", unbox: bool = False) -> tuple[list[bytes], list]:
         context = browser.new_context(viewport={"width": 1280, "height": 900}, java_script_enabled=js)
         page = context.new_page()
         def as_asked(route):  # the page without its boxes, or with a style of the control's (not by
-            response = route.fetch()  # script: it must work without JavaScript)
+            response = route_fetch(route)  # script: it must work without JavaScript)
             body = unboxed(response.text()) if unbox else response.text()
             route.fulfill(response=response, body=body.replace("</head>", f"<style>{extra_css}</style></head>", 1))
         page.route(url, as_asked)
