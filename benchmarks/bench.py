@@ -74,9 +74,14 @@ logging.getLogger("mkdocs").setLevel(logging.ERROR)
 
 
 def timed_build(config_file: Path, site_dir: Path, cache_dir: Path | None, enabled: bool = True,
-                timings: list | None = None) -> float:
-    """Seconds for one build in this process; the build's site.Timing is appended to `timings`."""
+                timings: list | None = None, serve: bool = False) -> float:
+    """Seconds for one build in this process; the build's site.Timing is appended to `timings`.
+    With `serve`, the build is one of `mkdocs serve`'s: the plugins start up as that command
+    (so the build writes in place, with no staging folder and no sweep of the cache), and MkDocs
+    keeps the plugin from one build to the next, as it does (the plugin has `on_startup`)."""
     cfg = load_config(str(config_file), site_dir=str(site_dir))
+    if serve:
+        cfg.plugins.on_startup(command="serve", dirty=False)
     plugin = cfg.plugins["explainer"]
     plugin.config.enabled = enabled
     plugin.config.cache_dir = str(cache_dir) if cache_dir else ""
@@ -640,15 +645,15 @@ def serve_save(config: str, site_dir: str, cache_dir: str, module: str, saves: i
     import explainer_gen.plugin  # noqa: F401  (imports outside the timing)
 
     timings: list = []
-    timed_build(Path(config), Path(site_dir), Path(cache_dir))
-    plain = statistics.median(timed_build(Path(config), Path(site_dir + "-plain"), None, enabled=False)
+    timed_build(Path(config), Path(site_dir), Path(cache_dir), serve=True)
+    plain = statistics.median(timed_build(Path(config), Path(site_dir + "-plain"), None, enabled=False, serve=True)
                               for _ in range(saves))
     source = Path(module)
     text = source.read_text()
     seconds = []
     for i in range(saves):
         source.write_text(text + f"\n# save {i}: {time.perf_counter_ns()}\n")
-        seconds.append(timed_build(Path(config), Path(site_dir), Path(cache_dir), timings=timings))
+        seconds.append(timed_build(Path(config), Path(site_dir), Path(cache_dir), timings=timings, serve=True))
     source.write_text(text)
     print(json.dumps({"save": statistics.median(seconds), "plain": plain, "summary": timings[-1].summary()}))
 
@@ -726,12 +731,12 @@ def main() -> None:
 
         cached_cli = min(fresh_after_edit() for _ in range(3))
         # `mkdocs serve` rebuilds in one long-lived process: measure that too.
-        timed_build(config, work / "served", cache)
-        plain_serve = min(timed_build(config, work / "plain-served", None, enabled=False) for _ in range(3))
+        timed_build(config, work / "served", cache, serve=True)
+        plain_serve = min(timed_build(config, work / "plain-served", None, enabled=False, serve=True) for _ in range(3))
 
         def served_after_edit() -> float:
             edit()
-            return timed_build(config, work / "served", cache)
+            return timed_build(config, work / "served", cache, serve=True)
         cached_serve = statistics.median(served_after_edit() for _ in range(5))
         page.write_text(text)
 

@@ -112,7 +112,7 @@ _TAG = re.compile(r"<([a-zA-Z][\w:-]*)((?:\s+[\w:-]+=\"[^\"]*\")*)\s*(/?)>")
 _ATTR = re.compile(r'\s+([\w:-]+)="([^"]*)"')
 _BY_LIGHT = {light.lower(): role for role, light in _LIGHT.items()}
 # Vega's SVG speaks to screen readers and pointers, mark by mark. Inside the page's
-# <svg role="img"> (html.static_picture), named by the figure's description, its children are
+# <svg role="img"> (render/blocks.static_picture), named by the figure's description, its children are
 # presentational and the picture takes no pointer events of its own: these mean nothing there.
 _MEANINGLESS = {"role", "aria-roledescription", "aria-label", "aria-hidden", "pointer-events"}
 # Attributes holding coordinates, rounded to _DECIMALS: a twentieth of a pixel at most, at the
@@ -153,7 +153,7 @@ def static_svg_colours(svg: str) -> str:
     ValueError. Dropped: the attributes in _MEANINGLESS, class names other than Vega's `role-*`
     (which name the part a group draws: role-axis-label, ...), attributes at their default,
     hidden and empty elements; coordinates are rounded to _DECIMALS. The root <svg> tag is kept
-    as it is (html.static_picture replaces it).
+    as it is (render/blocks.static_picture replaces it).
     """
     tags = list(_TAG.finditer(svg))
     inherited_set = {name for m in tags if m.group(1) == "g" for name, _ in _ATTR.findall(m.group(2))}

@@ -24,14 +24,14 @@ def figure_html(fig: FigureOnPage, url: Callable[[str], str], files: dict[str, s
 
     `files` maps 'json' and 'csv' to site paths; `url` makes them page-relative for the data
     attributes the page's scripts read, `link` (by default `url`) for the CSV's `href`, which a
-    host may rewrite (`site.SiteBuild`, `links`). The static
-    picture is inline, one for both schemes: it takes its colours from the page's CSS. Here
-    its frame holds a placeholder that `place_pictures` fills in the finished page, so the
-    picture's thousands of nodes pass through neither Markdown nor the search index.
+    host may rewrite (`site.Settings.links`). The static picture is inline, one for both
+    schemes: it takes its colours from the page's CSS. Here its frame holds a placeholder, and so
+    does the data table's box; `finished_parts` makes what fills them and `place` puts it in the
+    finished page, so neither the picture's thousands of nodes nor the tables' rows (no text to
+    search for) pass through Markdown and the search index.
     """
     link = link or url
     a = fig.artifacts
-    t = a.table
     cap_id = f"{fig.anchor}-caption"
     desc_id = f"{fig.anchor}-desc"
     return (
@@ -44,7 +44,7 @@ def figure_html(fig: FigureOnPage, url: Callable[[str], str], files: dict[str, s
         f'<p class="{CLASS.desc}" id="{desc_id}">{esc(a.alt)}</p>'
         f'{controls_html(fig.request.sliders.values(), fig.anchor)}'
         f'<details class="eg-data" {SEARCH_EXCLUDE}><summary>Data table</summary>'
-        f'{"".join(table_html(each) for each in [t, *t.also])}'
+        f'{placeholder("data", fig.anchor)}'
         f'<p class="eg-download"><a href="{esc(link(files["csv"]))}" download>Download every slider position (CSV)</a></p>'
         f'</details></figure>'
     )
@@ -63,8 +63,9 @@ _SVG_ROOT = re.compile(r"<svg\b[^>]*>")
 _IDS = re.compile(r'(\sid="|url\(#|href="#)([^"\)]+)')
 
 
-def picture_placeholder(anchor: str) -> str:
-    return f"<!--eg-picture:{anchor}-->"
+def placeholder(part: str, anchor: str) -> str:
+    """Where the finished page gets a figure's `part` ("picture", "data"): see `finished_parts`."""
+    return f"<!--eg-{part}:{anchor}-->"
 
 
 def picture_frame(a: FigureArtifacts, anchor: str) -> str:
@@ -75,7 +76,7 @@ def picture_frame(a: FigureArtifacts, anchor: str) -> str:
     """
     width, height = a.image_size
     return (f'<div class="eg-picture" style="aspect-ratio: {width} / {height}; max-width: {width}px">'
-            f'{picture_placeholder(anchor)}</div>')
+            f'{placeholder("picture", anchor)}</div>')
 
 
 def static_picture(a: FigureArtifacts, anchor: str) -> str:
@@ -92,10 +93,21 @@ def static_picture(a: FigureArtifacts, anchor: str) -> str:
     return _SVG_ROOT.sub(lambda m: root, svg, count=1)
 
 
-def place_pictures(page_html: str, pictures: dict[str, str]) -> str:
-    """The finished page with each figure's placeholder replaced by its picture (anchor -> SVG)."""
-    for anchor, svg in pictures.items():
-        page_html = page_html.replace(picture_placeholder(anchor), svg, 1)
+def finished_parts(figures) -> dict[str, str]:
+    """What the finished page puts at each of its figures' placeholders: the static picture, and
+    the data tables (the figure's table and those it adds: `TableView.also`)."""
+    parts = {}
+    for fig in figures:
+        a = fig.artifacts
+        parts[placeholder("picture", fig.anchor)] = static_picture(a, fig.anchor)
+        parts[placeholder("data", fig.anchor)] = "".join(table_html(each) for each in [a.table, *a.table.also])
+    return parts
+
+
+def place(page_html: str, parts: dict[str, str]) -> str:
+    """The finished page with each placeholder replaced by its part (`finished_parts`)."""
+    for mark, html in parts.items():
+        page_html = page_html.replace(mark, html, 1)
     return page_html
 
 

@@ -56,7 +56,7 @@ class SiteBuild:
                 site_url: str | None = None) -> dict[str, Generated]:
         """Check and compute every page; the site files to add. SourceError on any author mistake."""
         self.model = self.collector.collect(pages, nav, site_name, site_url)
-        self.renderer = Renderer(self.model, self.settings.links, self.chrome)
+        self.renderer = Renderer(self.model, self.settings.links, self.chrome, self.store.memory)
         return dict(self.model.files)
 
     def compute_page(self, p: PageSource, share: int | None = None) -> PageBuild:

@@ -4,24 +4,35 @@ Markdown and HTML (`render_markdown`, `render_html`), and the host hands back ea
 
 A renderer takes the site as collected (`SiteModel`, which it only reads) and the link policy of
 its host (`Settings.links`: links relative to the page's URL, or to its Markdown file's folder).
-The static pictures, drawn once per page, are all it keeps.
+What the figures put in the finished page (static pictures, data tables), made once per page, is
+all it keeps.
 """
 from __future__ import annotations
 
 import posixpath
 
 from .. import theme
+from ..cache import digest
 from ..names import CLASS
 from ..render import refs
-from ..render.blocks import figure_html, page_root_html, place_pictures, static_picture, substitute_numbers
+from ..render.blocks import figure_html, finished_parts, page_root_html, place, substitute_numbers
 from ..render.chrome import Chrome
 from .model import ASSETS, PageSource, SiteModel, relative_url
+from .store import Memory
 
 
 class Renderer:
-    def __init__(self, model: SiteModel, links: str, chrome: Chrome):
-        self.model, self.links, self.chrome = model, links, chrome
-        self.pictures: dict[str, dict[str, str]] = {}  # src_uri -> figure anchor -> inline SVG
+    """`memory` (site/store.Memory), when given, keeps each page's HTML with its cross-references
+    linked from one build to the next (`render_html`)."""
+
+    def __init__(self, model: SiteModel, links: str, chrome: Chrome, memory: Memory | None = None):
+        self.model, self.links, self.chrome, self.memory = model, links, chrome, memory
+        self.parts: dict[str, dict[str, str]] = {}  # src_uri -> placeholder -> picture or data tables
+        # What linking a page's glossary terms reads besides its HTML: the terms, the glossary's
+        # page, every page's URL and the link policy.
+        glossary = model.refs.glossary
+        self._refs_key = digest([vars(t) for t in glossary.terms] if glossary else [], model.refs.glossary_page,
+                                dict(model.urls), links)
 
     def page(self, src_uri: str | None) -> str | None:
         """`src_uri` if it names a page of this build (the page the host says it converts), else
@@ -44,7 +55,7 @@ class Renderer:
         for fig in build.figures:
             files = model.figure_files[fig.anchor + "@" + src_uri]
             fences.setdefault(fig.fence.body.strip(), []).append(figure_html(fig, url, files, link))
-        self._pictures(src_uri)
+        self._parts(src_uri)
         if build.live:
             root = page_root_html(build, url(model.page_json[src_uri]), url(model.bundle_path), link(model.loader_path),
                                   model.catalogue)
@@ -52,17 +63,26 @@ class Renderer:
         return markdown, fences
 
     def render_html(self, src_uri: str, html: str) -> str:
-        """The page's converted HTML with its cross-references resolved."""
-        return refs.page_html(self.model.refs, src_uri, html, self.model.urls, self._link(self.model.sources[src_uri]))
+        """The page's converted HTML with its cross-references resolved. The same HTML with the same
+        cross-references is linked once in a process: a prose save under `mkdocs serve` links
+        only the page saved (the first use of each term is found anew on every page otherwise)."""
+        key = digest(src_uri, html, self._refs_key)
+        linked = self.memory.get("page-html", key) if self.memory is not None else None
+        if linked is None:
+            linked = refs.page_html(self.model.refs, src_uri, html, self.model.urls,
+                                    self._link(self.model.sources[src_uri]))
+            if self.memory is not None:
+                self.memory.put("page-html", key, linked)
+        return linked
 
-    def _pictures(self, src_uri: str) -> dict[str, str]:
-        """The page's static pictures by figure anchor, drawn once: when its Markdown is converted,
-        or when the page is finished by a host that converted it in another process (Zensical)."""
-        if src_uri not in self.pictures:
+    def _parts(self, src_uri: str) -> dict[str, str]:
+        """What the page's figures put in the finished page (static pictures, data tables: see
+        render/blocks.finished_parts), made once: when its Markdown is converted, or when the page
+        is finished by a host that converted it in another process (Zensical)."""
+        if src_uri not in self.parts:
             build = self.model.pages.get(src_uri)
-            self.pictures[src_uri] = ({fig.anchor: static_picture(fig.artifacts, fig.anchor) for fig in build.figures}
-                                      if build else {})
-        return self.pictures[src_uri]
+            self.parts[src_uri] = finished_parts(build.figures) if build else {}
+        return self.parts[src_uri]
 
     def _link(self, source: PageSource):
         """Site path -> the `href` or `src` to write into `source`'s page (see `links`)."""
@@ -73,7 +93,7 @@ class Renderer:
         """The finished HTML page (theme and all): static pictures placed, the chart font preloaded,
         the theme's start-up moved ahead of the content (render/chrome.py)."""
         source = self.model.sources.get(src_uri)
-        output = self.chrome.apply(place_pictures(output, self._pictures(src_uri) if source is not None else {}))
+        output = self.chrome.apply(place(output, self._parts(src_uri) if source is not None else {}))
         if source is not None and f'class="{CLASS.static}"' in output:
             # The chart font, early: static pictures are laid out for it.
             fonts = "".join(f'<link rel="preload" href="{relative_url(f"{ASSETS}/{path}", source.url)}" '
