@@ -42,14 +42,16 @@ _KEPT = ("explainer_gen.plugin", "explainer_gen.config")
 
 
 def _plugin_modules() -> set[str]:
-    """The modules that other packages' entry points name for figure kinds (compute/figures/base.py):
-    they are loaded again with the generator, so their kinds subclass the new `FigureKind` and are
-    filed in the new registry, and no copy of the old generator stays alive through them."""
+    """The top-level packages of the modules that other packages' entry points name for figure
+    kinds (compute/figures/base.py), all of whose modules are loaded again with the generator: a
+    kind's module, and any module of its package it subclasses from, then hold the new
+    `FigureKind`, its kinds are filed in the new registry, and no copy of the old generator stays
+    alive through them. (An edit to a plug-in's own code is not watched: restart the server.)"""
     from importlib.metadata import entry_points
 
     from .compute.figures.base import ENTRY_POINT_GROUP
 
-    return {ep.module for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    return {ep.module.split(".")[0] for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
 def is_current() -> bool:

@@ -12,6 +12,7 @@ Text that is no page of the build (a snippet, a docstring) passes through untouc
 """
 from __future__ import annotations
 
+import weakref
 from typing import Callable
 
 from markdown import Extension, Markdown
@@ -22,6 +23,11 @@ from markdown.treeprocessors import Treeprocessor
 from .site import SiteBuild
 
 
+def _no_conversion():
+    """What `ExplainerExtension.converting` is when no page is being converted."""
+    return None
+
+
 class _Page(Preprocessor):
     def __init__(self, md: Markdown, ext: "ExplainerExtension"):
         super().__init__(md)
@@ -29,7 +35,12 @@ class _Page(Preprocessor):
 
     def run(self, lines: list[str]) -> list[str]:
         site = self.ext.site()
-        src_uri = site.page(self.ext.page(self.md))
+        # A conversion inside a page's own (a docstring that mkdocstrings or markdown-exec
+        # converts while the page is converted, with the page's context handed on) is no page.
+        outer = self.ext.converting()
+        src_uri = site.page(self.ext.page(self.md)) if outer is None or outer is self.md else None
+        if src_uri is not None:
+            self.ext.converting = weakref.ref(self.md)
         self.md.explainer_page = src_uri
         self.md.explainer_fences = {}
         self.md.explainer_tree_done = False
@@ -53,6 +64,7 @@ class _Refs(Postprocessor):
         src_uri = getattr(self.md, "explainer_page", None)
         if src_uri is None or not getattr(self.md, "explainer_tree_done", False):
             return text
+        self.ext.converting = _no_conversion  # the page's conversion ends here
         return self.ext.site().render_html(src_uri, text)
 
 
@@ -95,6 +107,9 @@ class ExplainerExtension(Extension):
     def __init__(self, site: Callable[[], SiteBuild], page: Callable[[Markdown], str | None]):
         super().__init__()
         self.site, self.page = site, page
+        # The Markdown instance converting a page now (weakly held: one whose conversion failed
+        # leaves nothing behind once it is gone), whatever other instances share this extension.
+        self.converting = _no_conversion
 
     def extendMarkdown(self, md: Markdown) -> None:
         md.registerExtension(self)

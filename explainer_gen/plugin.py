@@ -6,6 +6,7 @@ mistake aborts the build with the site folder as it was.
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import logging
 import os
@@ -28,6 +29,7 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
     staging = None  # core.Staging during a build
     site = None     # core.SiteBuild, made anew for every build
     rendering = None  # src_uri of the page MkDocs is converting
+    served = False    # whether `mkdocs serve` has built once in this process
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
         self.command, self.dirty = command, dirty
@@ -58,7 +60,14 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
     def on_files(self, files: Files, *, config: MkDocsConfig) -> Files | None:
         if not self.config.enabled:
             return None
-        self.site = self.core.SiteBuild(self.settings, self.core.CODE, self.memory)
+        settings = self.settings
+        if self.command == "serve" and self.served:
+            # A rebuild after a save computes what the save changed in this process: a worker takes
+            # a second or more to start (its imports and vl-convert's engine), more than a save's
+            # few figures. The first build of `mkdocs serve`, which may be cold, keeps them.
+            settings = dataclasses.replace(settings, workers=1)
+        self.served = self.command == "serve"
+        self.site = self.core.SiteBuild(settings, self.core.CODE, self.memory)
         try:
             generated = self.core.host.collect(self.site, config, files)
         except self.core.SourceError as exc:

@@ -187,7 +187,8 @@ class Catalogue:
     models: dict[str, LLM]
     path: str
     # The `defaults:` section as written (a SourceMap, with lines): site-wide choices such as the
-    # scenario every page starts from. Its readers check it (explainer_gen.sources.controls.default_scenario).
+    # scenario every page starts from. Its readers check it: explainer_gen.sources.controls'
+    # read_default_scenario reads it, explainer_gen.compute.resolved's default_scenario checks it runs.
     defaults: dict = dataclasses.field(default_factory=dict, compare=False, hash=False)
 
     def accelerator(self, key: str) -> Accelerator:

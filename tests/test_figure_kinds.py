@@ -181,11 +181,17 @@ def test_reloading_the_code_reloads_other_packages_kinds_into_the_new_registry(t
     adds is loaded again with it: it subclasses the new FigureKind and is filed in the new
     registry, and nothing of the old copy stays in the modules a build imports. Forced here by
     saying the code on disk changed, in a fresh interpreter with the package installed."""
-    (tmp_path / "extra_kinds.py").write_text(kind_source("Ridge", "test-reloaded-kind", decorate=False))
+    # A package whose kind subclasses a base of its own, in another of its modules.
+    package = tmp_path / "extra_kinds"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "base.py").write_text(kind_source("Base", "test-reloaded-base", decorate=False))
+    (package / "ridge.py").write_text("from extra_kinds.base import Base\n\n\nclass Ridge(Base):\n"
+                                      "    name = 'test-reloaded-kind'\n")
     info = tmp_path / "extra_kinds-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: extra-kinds\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[explainer_gen.figures]\nridge = extra_kinds:Ridge\n")
+    (info / "entry_points.txt").write_text("[explainer_gen.figures]\nridge = extra_kinds.ridge:Ridge\n")
     code = """
 import sys
 from explainer_gen import core
@@ -197,9 +203,8 @@ new_base = sys.modules["explainer_gen.compute.figures.base"]
 kind = new_base.REGISTRY["test-reloaded-kind"]
 assert reloaded and new is not core and new_base is not old_base
 assert isinstance(kind, new_base.FigureKind) and not isinstance(kind, old_base.FigureKind)
-assert sys.modules["extra_kinds"].Ridge is type(kind) and type(kind) is not type(old_kind)
-assert all(getattr(m, "__name__", "") != "extra_kinds" or m.Ridge.__mro__[1] is new_base.FigureKind
-           for m in list(sys.modules.values()))
+assert sys.modules["extra_kinds.ridge"].Ridge is type(kind) and type(kind) is not type(old_kind)
+assert sys.modules["extra_kinds.base"].Base.__mro__[1] is new_base.FigureKind  # its own base, loaded again
 print("ok")
 """
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,

@@ -65,6 +65,48 @@ def test_a_page_converted_by_markdown_alone_gets_its_figure_numbers_and_citation
     assert relative_url(json_url, "step/") in html
 
 
+def test_a_pages_own_text_is_no_page_unless_the_host_names_it(site):
+    """The page is the one the host names, never found from the text: the page's own body,
+    converted for no page, stays as Markdown makes it."""
+    build, _ = site
+    front, offset = split_front_matter(PAGE)
+    prose = "\n".join(PAGE.split("\n")[offset:]).split("```explainer")[0]  # (a fence outside a page fails)
+    html, md = convert(build, prose, None)
+    assert md.explainer_page is None
+    assert "{{ step(1) | .1f ms }}" in html and "[@leviathan2023]" in html and "eg-cite" not in html
+
+
+def test_a_conversion_inside_a_pages_own_is_no_page(site):
+    """A text converted while a page is (a docstring that mkdocstrings renders, say, with the host
+    still naming the page) is left as it is; the page around it gets its numbers and figure."""
+    from markdown.treeprocessors import Treeprocessor
+
+    build, _ = site
+    ext = core.host.ExplainerExtension(lambda: build, lambda md: "step.md")
+    inner = []
+
+    class Docstring(Treeprocessor):
+        def run(self, root):
+            other = markdown.Markdown(extensions=[ext])
+            inner.append((other.convert("A docstring with {{ step(1) | .1f ms }}."), other.explainer_page))
+
+    class Nested(markdown.Extension):
+        def extendMarkdown(self, md):
+            md.treeprocessors.register(Docstring(md), "docstring", 5)
+
+    front, offset = split_front_matter(PAGE)
+    outer = markdown.Markdown(extensions=[ext, Nested(), "pymdownx.superfences", "attr_list"],
+                              extension_configs={"pymdownx.superfences": {"custom_fences": [dict(f) for f in core.host.FENCES]}})
+    html = outer.convert("\n".join(PAGE.split("\n")[offset:]))
+    assert inner == [("<p>A docstring with {{ step(1) | .1f ms }}.</p>", None)]
+    assert outer.explainer_page == "step.md" and "{{" not in html and 'class="eg-figure' in html
+    # Once the page is done, the next conversion is a page again.
+    again = markdown.Markdown(extensions=[ext, "pymdownx.superfences"],
+                              extension_configs={"pymdownx.superfences": {"custom_fences": [dict(f) for f in core.host.FENCES]}})
+    again.convert("\n".join(PAGE.split("\n")[offset:]))
+    assert again.explainer_page == "step.md"
+
+
 @pytest.mark.parametrize("page", [None, "elsewhere.md"])
 def test_text_that_is_no_page_passes_through(site, page):
     """Text the host converts for no page (a snippet, a docstring), or for a page the build does

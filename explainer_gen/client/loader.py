@@ -3,7 +3,7 @@
 The loader's source is a few parts with one job each, `assets/loader/*.js`, listed in `PARTS` in the
 order they are joined. The build joins them here alone (no bundler) into one classic script: one
 function that runs once per tab and starts with `var FACTS = contract.facts()`, so the names the
-loader shares with the build are written once, by the build, and the file's hashed name (site.py)
+loader shares with the build are written once, by the build, and the file's hashed name (site/collect.py)
 changes whenever the facts or a part do. The parts share that function's scope.
 
 One classic file, not ES modules: Material's instant navigation does keep an external module

@@ -189,7 +189,7 @@ class Scenario:
     """Where the models run: hardware, card count, the two models (by catalogue key), the
     context every request holds in its KV cache, in tokens, and the number formats of the
     weights and of that cache (models.precision). The site's default is the catalogue's
-    `defaults: scenario:` (see default_scenario)."""
+    `defaults: scenario:` (see read_default_scenario)."""
 
     accelerator: str
     cards: int
