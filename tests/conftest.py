@@ -65,15 +65,16 @@ def _in_tests(obj) -> bool:
 
 @functools.lru_cache(maxsize=None)
 def _module(name: str):
-    """The module a name imports inside a function: a loaded one, or one in tests/ (another test
-    module whose helpers a test borrows), imported now as the test would."""
+    """The module a name imports inside a function: a loaded one, or one in tests/ (a helper
+    module such as stats, which no test module has imported yet), imported now as the test would.
+    A test module imports no other (tests/test_layout_of_tests.py)."""
     if name not in sys.modules and (_TESTS / f"{name}.py").is_file():
         importlib.import_module(name)
     return sys.modules.get(name, _MISSING)
 
 
 def _may_trigger(module) -> bool:
-    """Whether a module's attributes may be a trigger: helpers and test modules, MkDocs, Playwright."""
+    """Whether a module's attributes may be a trigger: the modules in tests/, MkDocs, Playwright."""
     return _file_in_tests(getattr(module, "__file__", None) or "") or module.__name__.startswith(("mkdocs", "playwright"))
 
 

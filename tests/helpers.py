@@ -1,4 +1,6 @@
-"""Shared test helpers: build the site, serve it on 127.0.0.1, read built pages, find Chromium."""
+"""Shared test helpers: build the site, serve it on 127.0.0.1, read built pages, find Chromium, read
+what a live figure draws. Every helper that more than one test module uses is here (or, for the
+statistical checks of the samplers, in tests/stats.py): no test module imports another."""
 from __future__ import annotations
 
 import contextlib
@@ -11,7 +13,9 @@ import logging
 import os
 import re
 import shutil
+import socket
 import subprocess
+import textwrap
 import sys
 import threading
 import traceback
@@ -482,3 +486,259 @@ def figure(site: Path, name: str, anchor: str) -> tuple[str, dict, Path]:
 def cols_of(payload: dict) -> dict[str, np.ndarray]:
     """A figure JSON's default-scenario columns as arrays."""
     return {k: np.array(v) for k, v in payload["data"].items()}
+
+
+
+# -- the built site's pages and figures ----------------------------------------------------------
+
+def site_pages(site: Path) -> list[str]:
+    """Every HTML page of the site, as a path relative to its root ('' is the home page)."""
+    out = []
+    for p in sorted(site.rglob("index.html")):
+        rel = p.parent.relative_to(site)
+        if rel.parts and rel.parts[0] in ("assets", "search"):
+            continue
+        out.append("" if rel == Path(".") else rel.as_posix() + "/")
+    return out
+
+
+def figure_pages(site: Path) -> list[str]:
+    return [p for p in site_pages(site) if 'class="eg-figure"' in (site / p / "index.html").read_text()]
+
+
+def anchors(site, name: str) -> list[str]:
+    """The figures of a built explainer page, by anchor, in page order."""
+    return re.findall(r'<figure class="eg-figure" id="([^"]+)"', page_html(site, name))
+
+
+def figures_of(site, path: str) -> list[tuple[str, list[str]]]:
+    """(anchor, slider labels) of each figure of the built page, in page order."""
+    import html
+
+    page = (site / path / "index.html").read_text(encoding="utf-8")
+    out = []
+    for m in re.finditer(r'<figure class="eg-figure" id="([^"]+)"', page):
+        block = page[m.start():page.index("</figure>", m.start())]
+        controls = block[block.index('class="eg-controls"'):] if 'class="eg-controls"' in block else ""
+        labels = [html.unescape(t) for t in re.findall(r"<label for=\"[^\"]+\">([^<]+)</label>", controls)]
+        assert len(labels) == controls.count('type="range"'), f"{m.group(1)}: a slider whose label was not read"
+        out.append((m.group(1), labels))
+    return out
+
+
+FIGURE_DATA_BUDGET = 100_000  # bytes of gzipped default-scenario data, all of a page's figures together
+
+
+def assert_figures_have_svg_table_and_csv(site: Path, name: str) -> None:
+    """Every figure of the built explainer page `name` has its static SVG (labelled), a data table
+    with at least two rows and a CSV download with a row per point of its default data
+    (tests/test_roofline_batching_kv_pages.py runs it on every page, test_figure_kinds.py on the
+    worked example's)."""
+    import csv
+
+    for anchor in anchors(site, name):
+        html, payload, _ = figure(site, name, anchor)
+        block = re.search(rf'<figure class="eg-figure" id="{anchor}".*?</figure>', html, re.S).group(0)
+        base = site / "explainers" / name
+        assert re.search(r'<svg class="eg-static"[^>]* role="img" aria-labelledby="([^"]+)"', block), anchor
+        table = re.search(r"<table>.*?</table>", block, re.S).group(0)
+        assert len(re.findall(r'<th scope="row">', table)) >= 2, anchor
+        csv_href = re.search(r'<a href="([^"]+\.csv)" download', block).group(1)
+        rows = list(csv.DictReader(io.StringIO((base / csv_href).read_text())))
+        assert len(rows) == len(next(iter(payload["data"].values()))), anchor
+
+
+def assert_figure_data_within_budget(site: Path, name: str) -> None:
+    """The default-scenario data of all the figures of the built explainer page `name`, gzipped,
+    is under FIGURE_DATA_BUDGET (run as assert_figures_have_svg_table_and_csv is)."""
+    total = 0
+    for anchor in anchors(site, name):
+        _, payload, _ = figure(site, name, anchor)
+        text = json.dumps(payload["data"], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        total += len(gzip.compress(text.encode(), mtime=0))
+    assert total < FIGURE_DATA_BUDGET
+
+
+# -- figure descriptions -------------------------------------------------------------------------
+
+def page_figures(path: Path, cat) -> list:
+    """(request, artefacts) for every figure on the page, computed without a cache."""
+    from explainer_gen.compute.artifacts import build_figure
+    from explainer_gen.compute.pages import build_page
+
+    made = []
+
+    def figure(req):
+        made.append((req, build_figure(req, cat)))
+        return made[-1][1]
+    build_page(path.read_text(), str(path), cat, figure, 10**9, lambda identity, make: make())
+    return made
+
+
+def assert_descriptions_agree(path: Path, cat) -> None:
+    """Every figure of the page at `path` describes every grid point as its kind's facts there:
+    `describe_positions` finds each field's sliders by moving one slider at a time; here every
+    combination of slider positions is evaluated directly, so a field that changes only when two
+    sliders move together would be caught (tests/test_descriptions.py runs it on every explainer
+    page, tests/test_figure_kinds.py on the worked example's page too)."""
+    import itertools
+
+    from explainer_gen.compute.artifacts import template_fields, text_at
+    from explainer_gen.compute.figures import REGISTRY
+    from explainer_gen.compute.resolved import resolve
+
+    for req, art in page_figures(path, cat):
+        kind = REGISTRY[req.kind]
+        fields = template_fields(kind.description)
+        axes = list(req.sliders.values())
+        for scenario in req.scenarios[:2]:
+            r = resolve(scenario, cat)
+            cols = kind.compute(r, {s.name: s.values() for s in axes})
+            compact = art.describe["values"][scenario.key]
+            for combo in itertools.product(*(s.values() for s in axes)):
+                position = {s.name: float(v) for s, v in zip(axes, combo)}
+                at = np.ones(len(next(iter(cols.values()))), dtype=bool)
+                for s in axes:
+                    at &= abs(cols[s.name] - position[s.name]) < s.step / 2
+                want = kind.facts(cols, at, r, position)
+                got = {f: text_at(compact[f], position, req.sliders) for f in fields}
+                assert got == {f: str(want[f]) for f in fields}, (req.kind, scenario.key, position)
+
+
+# -- a scratch site of one page, for the build's error messages ----------------------------------
+
+SCRATCH_CONFIG = """\
+site_name: error test
+theme: {name: material, font: false}
+plugins: [explainer]
+markdown_extensions: [pymdownx.superfences]
+"""
+
+
+def build_scratch_page(tmp_path: Path, markdown: str, strict: bool = False, config: str = SCRATCH_CONFIG):
+    """MkDocs' build of a scratch site in `tmp_path`: `config` as its mkdocs.yml, a home page and
+    docs/page.md holding `markdown` (dedented)."""
+    (tmp_path / "docs").mkdir(exist_ok=True)
+    (tmp_path / "mkdocs.yml").write_text(config)
+    (tmp_path / "docs" / "index.md").write_text("# Home\n")
+    (tmp_path / "docs" / "page.md").write_text(textwrap.dedent(markdown))
+    return mkdocs_build(tmp_path / "site", tmp_path / "mkdocs.yml", strict=strict)
+
+
+def assert_build_fails(result, line: int, *needles: str):
+    """The build failed, naming docs/page.md and `line`, saying each of `needles`, with no traceback."""
+    out = result.stdout + result.stderr
+    assert result.returncode != 0, out
+    assert f"docs/page.md:{line}:" in out, out
+    for needle in needles:
+        assert needle in out, out
+    assert "Traceback" not in out, out
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now, for a server a test starts."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# -- what a live figure draws, read in the browser -----------------------------------------------
+
+# What a live figure draws, read from Vega's scenegraph, which its renderer (a canvas, or SVG)
+# paints item by item: for every item of every mark, its geometry, path, text and paint. Empty
+# when the figure is not live.
+# The body of a function of a figure's id that starts from its live view (`fig`), or returns ''.
+LIVE_FIGURE = """
+  const el = document.getElementById(id);
+  const fig = window.explainerGen && window.explainerGen.figures().find(f => f.el === el);
+  if (!fig) return '';"""
+DRAWING = "id => {" + LIVE_FIGURE + """
+  const out = [];
+  const walk = mark => {
+    out.push(mark.marktype + ':' + (mark.role || ''));
+    for (const it of mark.items || []) {
+      out.push([it.x, it.y, it.x2, it.y2, it.width, it.height, it.size, it.angle, it.opacity,
+                typeof it.path === 'string' ? it.path : '', it.text, it.fill, it.stroke].join(','));
+      for (const m of it.items || []) walk(m);
+    }
+  };
+  walk(fig.result.view.scenegraph().root);
+  return out.join('|');
+}"""
+
+# Resolves once the figure's view has finished any run, and so drawn what its scenegraph holds.
+SETTLED = """async id => {
+  const el = document.getElementById(id);
+  await window.explainerGen.figures().find(f => f.el === el).result.view.runAsync();
+}"""
+
+# The text a live view draws, read from Vega's scenegraph, which its renderer (a canvas, or SVG)
+# paints item by item: each text item's role, text, fill and font, and its box on the page in CSS
+# pixels (item bounds are in their group's frame, offset by the groups above, the view's origin
+# and its padding).
+LIVE_TEXTS = """f => {
+  const fig = window.explainerGen && window.explainerGen.figures().find(x => x.el === f);
+  const marks = f.querySelector('.eg-view .marks');
+  if (!fig || !marks) return [];
+  const view = fig.result.view, r = marks.getBoundingClientRect();
+  const natural = marks.tagName === 'CANVAS' ? marks.width / (marks.getContext('2d').pixelRatio || 1)
+                                              : +marks.getAttribute('width');
+  const k = r.width / natural, pad = view.padding(), out = [];
+  const ox = view.origin()[0] + pad.left, oy = view.origin()[1] + pad.top;
+  const walk = (mark, dx, dy) => {
+    for (const it of mark.items || []) {
+      if (mark.marktype === 'text' && String(it.text ?? '').trim() && it.bounds && (it.opacity ?? 1) > 0) {
+        const b = it.bounds;
+        out.push({role: mark.role, text: String(it.text), fill: it.fill, font: it.font || '',
+                  left: r.left + k * (ox + dx + b.x1), top: r.top + k * (oy + dy + b.y1),
+                  right: r.left + k * (ox + dx + b.x2), bottom: r.top + k * (oy + dy + b.y2)});
+      }
+      for (const child of it.items || []) walk(child, dx + (it.x || 0), dy + (it.y || 0));
+    }
+  };
+  walk(view.scenegraph().root, 0, 0);
+  return out;
+}"""
+
+BACKGROUND = "() => getComputedStyle(document.body).backgroundColor.match(/\\d+/g).slice(0, 3).map(Number)"
+
+
+def screenshot_rgb(page, clip: dict) -> np.ndarray:
+    """A region of the page (CSS pixels) as displayed: an RGB array at the screen's resolution."""
+    from PIL import Image
+
+    png = page.screenshot(clip=clip, animations="disabled")
+    # The PNG's samples as stored, with no colour management (Chromium writes sRGB, which the
+    # page's colours are in): what the screen displays, pixel for pixel.
+    with Image.open(io.BytesIO(png)) as image:
+        return np.asarray(image.convert("RGB")).astype(np.int16)
+
+
+def live_label_colour(page, fig, role: str = "axis-label") -> tuple[set[str], str | None]:
+    """A live figure's labels of `role`: the fills Vega paints them with (its scenegraph), and the
+    colour displayed, read from a screenshot: the commonest colour among the labels' strongly
+    inked pixels (at least half as far from the page background as the farthest). Anti-aliasing
+    mixes a glyph's colour with the background behind it, so the pixels a glyph covers fully,
+    the commonest of the inked ones, show the colour itself. Read on a screen of devicePixelRatio
+    2, where full pixels are most of a label's ink (at 1 a thin label may have none)."""
+    # Scrolled at once (the theme scrolls smoothly, which would move the labels under the screenshot).
+    fig.evaluate("f => f.querySelector('.eg-view .marks').scrollIntoView({block: 'center', behavior: 'instant'})")
+    labels = [t for t in fig.evaluate(LIVE_TEXTS) if t["role"] == role]
+    if not labels:
+        return set(), None
+    x0, y0 = max(0, int(min(t["left"] for t in labels)) - 1), max(0, int(min(t["top"] for t in labels)) - 1)
+    x1, y1 = int(max(t["right"] for t in labels)) + 2, int(max(t["bottom"] for t in labels)) + 2
+    scale = page.evaluate("devicePixelRatio")
+    img = screenshot_rgb(page, {"x": x0, "y": y0, "width": x1 - x0, "height": y1 - y0})
+    bg = np.array(page.evaluate(BACKGROUND), np.int16)
+    ink = np.concatenate([img[int((t["top"] - y0) * scale):int(np.ceil((t["bottom"] - y0) * scale)),
+                              int((t["left"] - x0) * scale):int(np.ceil((t["right"] - x0) * scale))].reshape(-1, 3)
+                          for t in labels])
+    fills = {t["fill"].lower() for t in labels}
+    strength = np.abs(ink - bg).max(axis=1)
+    if not len(ink) or not strength.max():
+        return fills, None
+    strong = ink[strength >= strength.max() / 2]
+    packed = strong[:, 0].astype(np.int32) << 16 | strong[:, 1].astype(np.int32) << 8 | strong[:, 2]
+    values, counts = np.unique(packed, return_counts=True)
+    return fills, "#%06x" % int(values[counts.argmax()])

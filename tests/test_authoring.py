@@ -6,7 +6,6 @@ import io
 import json
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -15,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import MKDOCS, REPO, copy_code, copy_project, env, mkdocs_build, scratch_docs, wait_for_figures, with_plugin_options
+from helpers import (MKDOCS, REPO, copy_code, copy_project, env, free_port, mkdocs_build, scratch_docs, wait_for_figures,
+                     with_plugin_options)
 
 CATALOGUE = REPO / "models" / "catalogue.yaml"
 
@@ -294,14 +294,8 @@ def test_nothing_is_injected(tmp_path, browser):
         page.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_serve_rebuilds_when_the_catalogue_changes(project):
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(MKDOCS + ["serve", "--livereload", "-a", f"127.0.0.1:{port}", "-f", str(project / "mkdocs.yml")],
                             cwd=project, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}/explainers/speculative-decoding/"

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import wait_for_figures
-from test_browser_figures import LIVE_FIGURE, SETTLED
+from helpers import LIVE_FIGURE, SETTLED, wait_for_figures
 
 pytestmark = pytest.mark.hosts()  # on both hosts' builds (tests/conftest.py)
 

@@ -3,14 +3,10 @@ are walked in test_reader): every figure draws, and each slider, moved with the 
 what its figure draws. One page load checks all of a page's figures and sliders."""
 from __future__ import annotations
 
-import html
-import re
-
 import numpy as np
 import pytest
 
-from helpers import REPO, wait_for_figures
-from test_pictures import screenshot_rgb
+from helpers import DRAWING, REPO, SETTLED, figures_of, screenshot_rgb, wait_for_figures
 
 pytestmark = pytest.mark.hosts()  # on both hosts' builds (tests/conftest.py)
 
@@ -28,41 +24,6 @@ def fences(path: str) -> int:
     """How many figures the page's source asks for."""
     return (REPO / "docs" / (path.rstrip("/") + ".md")).read_text(encoding="utf-8").count("```explainer")
 
-
-def figures_of(site, path: str) -> list[tuple[str, list[str]]]:
-    """(anchor, slider labels) of each figure of the built page, in page order."""
-    page = (site / path / "index.html").read_text(encoding="utf-8")
-    out = []
-    for m in re.finditer(r'<figure class="eg-figure" id="([^"]+)"', page):
-        block = page[m.start():page.index("</figure>", m.start())]
-        controls = block[block.index('class="eg-controls"'):] if 'class="eg-controls"' in block else ""
-        labels = [html.unescape(t) for t in re.findall(r"<label for=\"[^\"]+\">([^<]+)</label>", controls)]
-        assert len(labels) == controls.count('type="range"'), f"{m.group(1)}: a slider whose label was not read"
-        out.append((m.group(1), labels))
-    return out
-
-
-# What a live figure draws, read from Vega's scenegraph, which its renderer (a canvas, or SVG)
-# paints item by item: for every item of every mark, its geometry, path, text and paint. Empty
-# when the figure is not live.
-# The body of a function of a figure's id that starts from its live view (`fig`), or returns ''.
-LIVE_FIGURE = """
-  const el = document.getElementById(id);
-  const fig = window.explainerGen && window.explainerGen.figures().find(f => f.el === el);
-  if (!fig) return '';"""
-DRAWING = "id => {" + LIVE_FIGURE + """
-  const out = [];
-  const walk = mark => {
-    out.push(mark.marktype + ':' + (mark.role || ''));
-    for (const it of mark.items || []) {
-      out.push([it.x, it.y, it.x2, it.y2, it.width, it.height, it.size, it.angle, it.opacity,
-                typeof it.path === 'string' ? it.path : '', it.text, it.fill, it.stroke].join(','));
-      for (const m of it.items || []) walk(m);
-    }
-  };
-  walk(fig.result.view.scenegraph().root);
-  return out.join('|');
-}"""
 
 # The same drawing as a set of items: Vega may draw the same items in another order after its
 # data changed and changed back.
@@ -82,12 +43,6 @@ DATA_ITEMS = """id => {
   };
   walk(fig.result.view.scenegraph().root);
   return n;
-}"""
-
-# Resolves once the figure's view has finished any run, and so drawn what its scenegraph holds.
-SETTLED = """async id => {
-  const el = document.getElementById(id);
-  await window.explainerGen.figures().find(f => f.el === el).result.view.runAsync();
 }"""
 
 BOX = "el => { const r = el.getBoundingClientRect(); return {x: r.left, y: r.top, width: r.width, height: r.height}; }"

@@ -2,61 +2,24 @@
 announcement of what changed once the reader pauses."""
 from __future__ import annotations
 
-import itertools
 import json
 import re
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from explainer_gen.compute.artifacts import build_figure, fill, template_fields, text_at
-from explainer_gen.compute.figures import REGISTRY
-from explainer_gen.compute.pages import build_page
-from explainer_gen.compute.resolved import resolve
-from helpers import REPO
+from explainer_gen.compute.artifacts import fill, text_at
+from helpers import REPO, assert_descriptions_agree
 
 PAGES = sorted((REPO / "docs" / "explainers").glob("*.md"))
-
-
-def page_figures(path: Path, cat) -> list:
-    """(request, artefacts) for every figure on the page, computed without a cache."""
-    made = []
-
-    def figure(req):
-        made.append((req, build_figure(req, cat)))
-        return made[-1][1]
-    build_page(path.read_text(), str(path), cat, figure, 10**9, lambda identity, make: make())
-    return made
 
 
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
 def test_compact_descriptions_agree_with_every_grid_point(path, cat):
     """`describe_positions` finds each field's sliders by moving one slider at a time; here every
     combination of slider positions is evaluated directly, so a field that changes only when two
-    sliders move together would be caught."""
+    sliders move together would be caught (helpers.assert_descriptions_agree)."""
     assert_descriptions_agree(path, cat)
-
-
-def assert_descriptions_agree(path: Path, cat) -> None:
-    """The check above, for every figure of the page at `path` (tests/test_figure_kinds.py runs it
-    on the worked example's page too)."""
-    for req, art in page_figures(path, cat):
-        kind = REGISTRY[req.kind]
-        fields = template_fields(kind.description)
-        axes = list(req.sliders.values())
-        for scenario in req.scenarios[:2]:
-            r = resolve(scenario, cat)
-            cols = kind.compute(r, {s.name: s.values() for s in axes})
-            compact = art.describe["values"][scenario.key]
-            for combo in itertools.product(*(s.values() for s in axes)):
-                position = {s.name: float(v) for s, v in zip(axes, combo)}
-                at = np.ones(len(next(iter(cols.values()))), dtype=bool)
-                for s in axes:
-                    at &= abs(cols[s.name] - position[s.name]) < s.step / 2
-                want = kind.facts(cols, at, r, position)
-                got = {f: text_at(compact[f], position, req.sliders) for f in fields}
-                assert got == {f: str(want[f]) for f in fields}, (req.kind, scenario.key, position)
 
 
 def test_static_description_is_the_default_state(site):

@@ -2,38 +2,13 @@
 from __future__ import annotations
 
 import re
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from helpers import mkdocs_build
-
-CONFIG = """\
-site_name: error test
-theme: {name: material, font: false}
-plugins: [explainer]
-markdown_extensions: [pymdownx.superfences]
-"""
+from helpers import SCRATCH_CONFIG, assert_build_fails, build_scratch_page, mkdocs_build
 
 GOOD_FENCE = "```explainer\nfigure: speedup-vs-batch\n```\n"
-
-
-def build_page(tmp_path: Path, markdown: str, strict: bool = False, config: str = CONFIG):
-    (tmp_path / "docs").mkdir(exist_ok=True)
-    (tmp_path / "mkdocs.yml").write_text(config)
-    (tmp_path / "docs" / "index.md").write_text("# Home\n")
-    (tmp_path / "docs" / "page.md").write_text(textwrap.dedent(markdown))
-    return mkdocs_build(tmp_path / "site", tmp_path / "mkdocs.yml", strict=strict)
-
-
-def assert_fails(result, line: int, *needles: str):
-    out = result.stdout + result.stderr
-    assert result.returncode != 0, out
-    assert f"docs/page.md:{line}:" in out, out
-    for needle in needles:
-        assert needle in out, out
-    assert "Traceback" not in out, out
 
 
 CASES = {
@@ -58,7 +33,7 @@ CASES = {
 @pytest.mark.parametrize("name", CASES)
 def test_author_mistake_fails_with_location(tmp_path, name):
     markdown, line, needles = CASES[name]
-    assert_fails(build_page(tmp_path, markdown), line, *needles)
+    assert_build_fails(build_scratch_page(tmp_path, markdown), line, *needles)
 
 
 # One real `mkdocs build` process for each way a build fails, beside the same build in this
@@ -67,10 +42,12 @@ def test_author_mistake_fails_with_location(tmp_path, name):
 # option of the wrong kind (MkDocs' own configuration error). The command exits with status 1,
 # prints the message and no traceback, and the build in this process says exactly the same.
 WAYS_A_BUILD_FAILS = {
-    "author mistake": (CONFIG, CASES["unknown figure"][0], "docs/page.md:4: unknown figure 'speedup-vs-bach'"),
-    "catalogue mistake": (CONFIG.replace("plugins: [explainer]", "plugins: [{explainer: {catalogue: cat.yaml}}]"),
+    "author mistake": (SCRATCH_CONFIG, CASES["unknown figure"][0], "docs/page.md:4: unknown figure 'speedup-vs-bach'"),
+    "catalogue mistake": (SCRATCH_CONFIG.replace("plugins: [explainer]",
+                                                 "plugins: [{explainer: {catalogue: cat.yaml}}]"),
                           GOOD_FENCE, "cat.yaml:"),
-    "plugin option": (CONFIG.replace("plugins: [explainer]", "plugins: [{explainer: {cache_keep_days: -1}}]"),
+    "plugin option": (SCRATCH_CONFIG.replace("plugins: [explainer]",
+                                             "plugins: [{explainer: {cache_keep_days: -1}}]"),
                       GOOD_FENCE, "option 'cache_keep_days': must be a number of days, 0 or more"),
 }
 
@@ -95,18 +72,18 @@ def test_the_command_fails_as_the_build_in_this_process_does(tmp_path, way):
 
 def test_errors_also_fail_strict_builds(tmp_path):
     markdown, line, needles = CASES["unknown figure"]
-    assert_fails(build_page(tmp_path, markdown, strict=True), line, *needles)
+    assert_build_fails(build_scratch_page(tmp_path, markdown, strict=True), line, *needles)
 
 
 def test_a_good_page_builds(tmp_path):
-    result = build_page(tmp_path, "# T\n\n" + GOOD_FENCE)
+    result = build_scratch_page(tmp_path, "# T\n\n" + GOOD_FENCE)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "site" / "page" / "index.html").read_text().count('class="eg-figure"') == 1
 
 
 def test_front_matter_lines_are_counted(tmp_path):
     md = "---\ntitle: T\n---\n\n# T\n\n```explainer\nfigure: nope\n```\n"
-    assert_fails(build_page(tmp_path, md), 8, "unknown figure 'nope'")
+    assert_build_fails(build_scratch_page(tmp_path, md), 8, "unknown figure 'nope'")
 
 
 MORE_CASES = {
@@ -139,7 +116,7 @@ MORE_CASES = {
 @pytest.mark.parametrize("name", MORE_CASES)
 def test_more_author_mistakes(tmp_path, name):
     markdown, line, needles = MORE_CASES[name]
-    assert_fails(build_page(tmp_path, markdown), line, *needles)
+    assert_build_fails(build_scratch_page(tmp_path, markdown), line, *needles)
 
 
 NAN_HOOK = '''
@@ -161,7 +138,7 @@ class Broken(SpeedupVsBatch):
 
 def test_nan_from_a_model_names_the_position(tmp_path):
     (tmp_path / "hooks.py").write_text(NAN_HOOK)
-    config = CONFIG + "hooks: [hooks.py]\n"
+    config = SCRATCH_CONFIG + "hooks: [hooks.py]\n"
     (tmp_path / "docs").mkdir()
     (tmp_path / "mkdocs.yml").write_text(config)
     (tmp_path / "docs" / "index.md").write_text("# Home\n")
@@ -169,7 +146,7 @@ def test_nan_from_a_model_names_the_position(tmp_path):
     # In a process of its own: the hook registers a figure kind, which must not stay in the
     # registry of the test run (test_figure_kinds checks every kind registered).
     result = mkdocs_build(tmp_path / "site", tmp_path / "mkdocs.yml", strict=False, process=True)
-    assert_fails(result, 3, "the model gave nan for 'speedup' at a=0.35")
+    assert_build_fails(result, 3, "the model gave nan for 'speedup' at a=0.35")
 
 
 GOOD_CATALOGUE = (Path(__file__).resolve().parents[1] / "models" / "catalogue.yaml").read_text()
@@ -195,7 +172,8 @@ def test_catalogue_mistakes(tmp_path, name):
     text, needle = CATALOGUE_CASES[name]
     (tmp_path / "cat.yaml").write_text(text)
     (tmp_path / "docs").mkdir()
-    (tmp_path / "mkdocs.yml").write_text(CONFIG.replace("plugins: [explainer]", "plugins: [{explainer: {catalogue: cat.yaml}}]"))
+    (tmp_path / "mkdocs.yml").write_text(SCRATCH_CONFIG.replace("plugins: [explainer]",
+                                                                "plugins: [{explainer: {catalogue: cat.yaml}}]"))
     (tmp_path / "docs" / "index.md").write_text("# Home\n\n" + GOOD_FENCE)
     result = mkdocs_build(tmp_path / "site", tmp_path / "mkdocs.yml", strict=False)
     out = result.stdout + result.stderr
@@ -211,10 +189,10 @@ def test_catalogue_mistakes(tmp_path, name):
 
 
 def test_failed_build_leaves_previous_site_untouched(tmp_path):
-    good = build_page(tmp_path, "# T\n\n" + GOOD_FENCE)
+    good = build_scratch_page(tmp_path, "# T\n\n" + GOOD_FENCE)
     assert good.returncode == 0
     snapshot = {p: p.read_bytes() for p in (tmp_path / "site").rglob("*") if p.is_file()}
-    bad = build_page(tmp_path, "# T\n\n```explainer\nfigure: nope\n```\n")
+    bad = build_scratch_page(tmp_path, "# T\n\n```explainer\nfigure: nope\n```\n")
     assert bad.returncode != 0
     after = {p: p.read_bytes() for p in (tmp_path / "site").rglob("*") if p.is_file()}
     assert after == snapshot
@@ -223,9 +201,9 @@ def test_failed_build_leaves_previous_site_untouched(tmp_path):
 def test_slider_grid_over_the_page_budget_gives_its_size(tmp_path):
     fence = ("# T\n\n```explainer\nfigure: speedup-vs-batch\nsliders:\n"
              "  a: {min: 0.005, max: 0.995, step: 0.005, default: 0.5}\n```\n")
-    config = CONFIG.replace("plugins: [explainer]", "plugins: [{explainer: {data_budget_kb: 10}}]")
-    result = build_page(tmp_path, fence, config=config)
-    assert_fails(result, 3, "KB gzip, over the budget of 10 KB")
+    config = SCRATCH_CONFIG.replace("plugins: [explainer]", "plugins: [{explainer: {data_budget_kb: 10}}]")
+    result = build_scratch_page(tmp_path, fence, config=config)
+    assert_build_fails(result, 3, "KB gzip, over the budget of 10 KB")
     size = float(re.search(r"would be ([\d.]+) KB gzip", result.stderr).group(1))
     assert size > 10
 
@@ -235,8 +213,9 @@ def test_a_wrong_constant_fails_the_build_at_the_measurement_it_moves(tmp_path):
     reads twice as fast as its datasheet builds no site, and the error names the line of
     models/measurements.yaml where a measurement's place in the band no longer holds."""
     (tmp_path / "cat.yaml").write_text(GOOD_CATALOGUE.replace("bandwidth_tbps: 3.35", "bandwidth_tbps: 6.7", 1))
-    result = build_page(tmp_path, "# T\n\n" + GOOD_FENCE,
-                        config=CONFIG.replace("plugins: [explainer]", "plugins: [{explainer: {catalogue: cat.yaml}}]"))
+    result = build_scratch_page(tmp_path, "# T\n\n" + GOOD_FENCE,
+                                config=SCRATCH_CONFIG.replace("plugins: [explainer]",
+                                                              "plugins: [{explainer: {catalogue: cat.yaml}}]"))
     out = result.stdout + result.stderr
     assert result.returncode != 0 and "Traceback" not in out, out
     found = re.search(r"measurements\.yaml:(\d+): (\S+): measured", out)

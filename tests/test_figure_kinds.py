@@ -377,11 +377,8 @@ def test_the_worked_example_on_a_page_is_found_by_the_tests_that_read_pages(exam
     from explainer_gen import core
     from explainer_gen.compute.pages import split_front_matter
     from explainer_gen.site import PageSource, Settings, SiteBuild
-    from helpers import scratch_docs
-    from test_browser_figures import figures_of
-    from test_descriptions import assert_descriptions_agree
-    from test_roofline_batching_kv_pages import (anchors, test_default_figure_data_is_within_the_budget,
-                                                 test_every_figure_has_svg_table_and_csv)
+    from helpers import (anchors, assert_descriptions_agree, assert_figure_data_within_budget,
+                         assert_figures_have_svg_table_and_csv, figures_of, scratch_docs)
 
     (fence,) = worked_example("explainer")
     text = f"---\ntitle: Reads\n---\n\n# Reads\n\nWhat a step reads.\n\n```explainer\n{fence}```\n"
@@ -406,5 +403,5 @@ def test_the_worked_example_on_a_page_is_found_by_the_tests_that_read_pages(exam
     page.write_text(build.finish_page("explainers/example.md", f"<html><head></head><body>{body}</body></html>"))
     assert anchors(site, "example") == ["fig-decode-reads"]
     assert figures_of(site, "explainers/example/") == [("fig-decode-reads", ["Context per request (tokens)"])]
-    test_every_figure_has_svg_table_and_csv(site, "example")
-    test_default_figure_data_is_within_the_budget(site, "example")
+    assert_figures_have_svg_table_and_csv(site, "example")
+    assert_figure_data_within_budget(site, "example")

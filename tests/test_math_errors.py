@@ -8,7 +8,7 @@ import pytest
 
 from explainer_gen.render.mathml import to_mathml
 from explainer_gen.compute.pages import scan_fences
-from test_errors import assert_fails, build_page
+from helpers import assert_build_fails, build_scratch_page
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
@@ -126,15 +126,15 @@ PAGES = {
 @pytest.mark.parametrize("name", PAGES)
 def test_bad_math_fence_fails_the_build_at_its_line(tmp_path, name):
     markdown, line, needles = PAGES[name]
-    assert_fails(build_page(tmp_path, markdown), line, *needles)
+    assert_build_fails(build_scratch_page(tmp_path, markdown), line, *needles)
 
 
 def test_bad_math_fence_leaves_the_previous_site_untouched(tmp_path):
-    good = build_page(tmp_path, "# T\n\n```math\nE = \\frac{1}{2}\n```\n")
+    good = build_scratch_page(tmp_path, "# T\n\n```math\nE = \\frac{1}{2}\n```\n")
     assert good.returncode == 0, good.stderr
     snapshot = {p: p.read_bytes() for p in (tmp_path / "site").rglob("*") if p.is_file()}
     assert "<math" in (tmp_path / "site" / "page" / "index.html").read_text()
-    bad = build_page(tmp_path, "# T\n\n```math\nE = \\frac{1}{2\n```\n")
-    assert_fails(bad, 4, "'{' is never closed")
+    bad = build_scratch_page(tmp_path, "# T\n\n```math\nE = \\frac{1}{2\n```\n")
+    assert_build_fails(bad, 4, "'{' is never closed")
     after = {p: p.read_bytes() for p in (tmp_path / "site").rglob("*") if p.is_file()}
     assert after == snapshot

@@ -20,17 +20,16 @@ stayed green. So nothing here asks whether an element exists: it asks what is di
 """
 from __future__ import annotations
 
-import io
 import re
 from html import unescape
 from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from explainer_gen.theme import FONT_FAMILY, PALETTE
+from helpers import LIVE_TEXTS, live_label_colour, screenshot_rgb
 
 DESKTOP, PHONE = (1280, 900), (390, 844)
 SCREENS = {
@@ -97,41 +96,11 @@ PAINTS = """f => {
 
 AXIS_LABEL_FILLS = """(f, where) => [...f.querySelectorAll(where + ' .role-axis-label text')].map(t => getComputedStyle(t).fill)"""
 
-# The text a live view draws, read from Vega's scenegraph, which its renderer (a canvas, or SVG)
-# paints item by item: each text item's role, text, fill and font, and its box on the page in CSS
-# pixels (item bounds are in their group's frame, offset by the groups above, the view's origin
-# and its padding).
-LIVE_TEXTS = """f => {
-  const fig = window.explainerGen && window.explainerGen.figures().find(x => x.el === f);
-  const marks = f.querySelector('.eg-view .marks');
-  if (!fig || !marks) return [];
-  const view = fig.result.view, r = marks.getBoundingClientRect();
-  const natural = marks.tagName === 'CANVAS' ? marks.width / (marks.getContext('2d').pixelRatio || 1)
-                                              : +marks.getAttribute('width');
-  const k = r.width / natural, pad = view.padding(), out = [];
-  const ox = view.origin()[0] + pad.left, oy = view.origin()[1] + pad.top;
-  const walk = (mark, dx, dy) => {
-    for (const it of mark.items || []) {
-      if (mark.marktype === 'text' && String(it.text ?? '').trim() && it.bounds && (it.opacity ?? 1) > 0) {
-        const b = it.bounds;
-        out.push({role: mark.role, text: String(it.text), fill: it.fill, font: it.font || '',
-                  left: r.left + k * (ox + dx + b.x1), top: r.top + k * (oy + dy + b.y1),
-                  right: r.left + k * (ox + dx + b.x2), bottom: r.top + k * (oy + dy + b.y2)});
-      }
-      for (const child of it.items || []) walk(child, dx + (it.x || 0), dy + (it.y || 0));
-    }
-  };
-  walk(view.scenegraph().root, 0, 0);
-  return out;
-}"""
-
 # The live view's drawing surface holds a pixel for each of the screen's (a canvas has its own
 # resolution; an SVG is drawn at the screen's).
 SHARP = """f => { const m = f.querySelector('.eg-view .marks'), r = m.getBoundingClientRect();
   return m.tagName !== 'CANVAS' || (m.width >= Math.floor(r.width * devicePixelRatio)
                                     && m.height >= Math.floor(r.height * devicePixelRatio)); }"""
-
-BACKGROUND = "() => getComputedStyle(document.body).backgroundColor.match(/\\d+/g).slice(0, 3).map(Number)"
 
 # A canvas draws its text in whatever font is loaded when it draws (the loader waits for the
 # chart font before it draws a view): the family's faces must be loaded, not merely declared.
@@ -164,45 +133,6 @@ def scheme_colours(fig, index: int) -> list[str]:
     if not labels or set(labels) != {rgb(PALETTE["muted"][index])}:
         wrong.append(f"axis labels are {sorted(set(labels))}, not {rgb(PALETTE['muted'][index])}")
     return sorted(set(wrong))
-
-
-def screenshot_rgb(page, clip: dict) -> np.ndarray:
-    """A region of the page (CSS pixels) as displayed: an RGB array at the screen's resolution."""
-    png = page.screenshot(clip=clip, animations="disabled")
-    # The PNG's samples as stored, with no colour management (Chromium writes sRGB, which the
-    # page's colours are in): what the screen displays, pixel for pixel.
-    with Image.open(io.BytesIO(png)) as image:
-        return np.asarray(image.convert("RGB")).astype(np.int16)
-
-
-def live_label_colour(page, fig, role: str = "axis-label") -> tuple[set[str], str | None]:
-    """A live figure's labels of `role`: the fills Vega paints them with (its scenegraph), and the
-    colour displayed, read from a screenshot: the commonest colour among the labels' strongly
-    inked pixels (at least half as far from the page background as the farthest). Anti-aliasing
-    mixes a glyph's colour with the background behind it, so the pixels a glyph covers fully,
-    the commonest of the inked ones, show the colour itself. Read on a screen of devicePixelRatio
-    2, where full pixels are most of a label's ink (at 1 a thin label may have none)."""
-    # Scrolled at once (the theme scrolls smoothly, which would move the labels under the screenshot).
-    fig.evaluate("f => f.querySelector('.eg-view .marks').scrollIntoView({block: 'center', behavior: 'instant'})")
-    labels = [t for t in fig.evaluate(LIVE_TEXTS) if t["role"] == role]
-    if not labels:
-        return set(), None
-    x0, y0 = max(0, int(min(t["left"] for t in labels)) - 1), max(0, int(min(t["top"] for t in labels)) - 1)
-    x1, y1 = int(max(t["right"] for t in labels)) + 2, int(max(t["bottom"] for t in labels)) + 2
-    scale = page.evaluate("devicePixelRatio")
-    img = screenshot_rgb(page, {"x": x0, "y": y0, "width": x1 - x0, "height": y1 - y0})
-    bg = np.array(page.evaluate(BACKGROUND), np.int16)
-    ink = np.concatenate([img[int((t["top"] - y0) * scale):int(np.ceil((t["bottom"] - y0) * scale)),
-                              int((t["left"] - x0) * scale):int(np.ceil((t["right"] - x0) * scale))].reshape(-1, 3)
-                          for t in labels])
-    fills = {t["fill"].lower() for t in labels}
-    strength = np.abs(ink - bg).max(axis=1)
-    if not len(ink) or not strength.max():
-        return fills, None
-    strong = ink[strength >= strength.max() / 2]
-    packed = strong[:, 0].astype(np.int32) << 16 | strong[:, 1].astype(np.int32) << 8 | strong[:, 2]
-    values, counts = np.unique(packed, return_counts=True)
-    return fills, "#%06x" % int(values[counts.argmax()])
 
 
 def park(page) -> None:

@@ -16,7 +16,7 @@ from explainer_gen.sources.controls import Slider
 from explainer_gen.compute.numbers import (Inline, SourceError, compute_number, find_inline, parse_expr, parse_format, parse_marks,
                                    plural, split_body)
 from explainer_gen.compute.pages import scan_fences, split_front_matter
-from helpers import REPO, article
+from helpers import REPO, article, assert_build_fails, build_scratch_page
 
 NBSP = "\u00a0"
 PAGES = sorted(p.stem for p in (REPO / "docs" / "explainers").glob("*.md"))
@@ -138,10 +138,8 @@ BUILD_CASES = {
 
 @pytest.mark.parametrize("name", BUILD_CASES)
 def test_prose_mistakes_fail_the_build_with_file_and_line(tmp_path, name):
-    from test_errors import assert_fails, build_page
-
     markdown, line, needles = BUILD_CASES[name]
-    assert_fails(build_page(tmp_path, markdown), line, *needles)
+    assert_build_fails(build_scratch_page(tmp_path, markdown), line, *needles)
 
 
 # -- every page, every scenario, the slider ends -------------------------------------------------

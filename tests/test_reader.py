@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers import HOST_BUILDS, REPO, copy_project, serve, wait_for_figures
+from helpers import (DRAWING, HOST_BUILDS, LIVE_TEXTS, REPO, copy_project, figure_pages, live_label_colour, serve,
+                     site_pages, wait_for_figures)
 from conftest import PageWatch
-from test_browser_figures import DRAWING
-from test_pictures import LIVE_TEXTS, live_label_colour
 
 ARTIFACTS = REPO / "test-artifacts"
 from explainer_gen.theme import PALETTE  # noqa: E402
@@ -22,21 +21,6 @@ from explainer_gen.theme import PALETTE  # noqa: E402
 DARK_FG = PALETTE["muted"][1]  # the dark scheme's axis label colour
 
 pytestmark = pytest.mark.hosts()
-
-
-def site_pages(site: Path) -> list[str]:
-    """Every HTML page of the site, as a path relative to its root ('' is the home page)."""
-    out = []
-    for p in sorted(site.rglob("index.html")):
-        rel = p.parent.relative_to(site)
-        if rel.parts and rel.parts[0] in ("assets", "search"):
-            continue
-        out.append("" if rel == Path(".") else rel.as_posix() + "/")
-    return out
-
-
-def figure_pages(site: Path) -> list[str]:
-    return [p for p in site_pages(site) if 'class="eg-figure"' in (site / p / "index.html").read_text()]
 
 
 # The resources a page has fetched from `name`: the Vega bundle must be fetched once a tab (a
@@ -143,7 +127,7 @@ def test_instant_navigation_renders_each_figure_once_and_the_keyboard_moves_ever
 
 def axis_label_colour(page) -> str | None:
     """The colour the first figure's live view displays its axis labels in, read from its pixels
-    (test_pictures.live_label_colour), once Vega paints every label with that one colour."""
+    (helpers.live_label_colour), once Vega paints every label with that one colour."""
     fills, drawn = live_label_colour(page, page.locator(".eg-figure").first)
     assert len(fills) == 1 and drawn in fills, (fills, drawn)
     return drawn

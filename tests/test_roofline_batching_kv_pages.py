@@ -5,9 +5,6 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 
-import csv
-import gzip
-import io
 import json
 import re
 from pathlib import Path
@@ -16,7 +13,8 @@ import numpy as np
 import pytest
 import yaml
 
-from helpers import REPO, article, cols_of, figure, numbers_in, page_html
+from helpers import (REPO, anchors, article, assert_figure_data_within_budget, assert_figures_have_svg_table_and_csv,
+                     cols_of, figure, numbers_in, page_html)
 from models import batching, kvcache, prefill, roofline, speculative
 from models.precision import Precision
 
@@ -26,7 +24,6 @@ CONTEXT = 512  # the catalogue's default context, which the roofline and batchin
 # checked here with no list to edit.
 EXPLAINERS = sorted(p.stem for p in (REPO / "docs" / "explainers").glob("*.md"))
 PAGES = ("roofline", "batching", "kv-cache")  # the pages this file is about
-BUDGET = 100_000
 PUBLISHED = yaml.safe_load((REPO / "models" / "published.yaml").read_text())
 # The unit table, written out here rather than imported: factor on the SI value, then suffix.
 UNITS = {"": (1, ""), "ms": (1e3, "\u00a0ms"), "us": (1e6, "\u00a0µs"), "GB": (1e-9, "\u00a0GB"),
@@ -47,11 +44,6 @@ def show(value, spec: str, unit: str = "") -> str:
 
 # -- every figure: SVG, table, CSV, budget -------------------------------------------------------
 
-def anchors(site, name: str) -> list[str]:
-    """The figures of a built explainer page, by anchor, in page order."""
-    return re.findall(r'<figure class="eg-figure" id="([^"]+)"', page_html(site, name))
-
-
 def test_the_figures_are_read_from_the_built_pages(site):
     assert {"fig-roofline", "fig-step-time", "fig-prefill-vs-decode"} <= set(anchors(site, "roofline"))
     assert {"fig-batch-schedule", "fig-batch-throughput"} <= set(anchors(site, "batching"))
@@ -60,26 +52,12 @@ def test_the_figures_are_read_from_the_built_pages(site):
 
 @pytest.mark.parametrize("name", EXPLAINERS)
 def test_every_figure_has_svg_table_and_csv(site, name):
-    for anchor in anchors(site, name):
-        html, payload, _ = figure(site, name, anchor)
-        block = re.search(rf'<figure class="eg-figure" id="{anchor}".*?</figure>', html, re.S).group(0)
-        base = site / "explainers" / name
-        assert re.search(r'<svg class="eg-static"[^>]* role="img" aria-labelledby="([^"]+)"', block), anchor
-        table = re.search(r"<table>.*?</table>", block, re.S).group(0)
-        assert len(re.findall(r'<th scope="row">', table)) >= 2, anchor
-        csv_href = re.search(r'<a href="([^"]+\.csv)" download', block).group(1)
-        rows = list(csv.DictReader(io.StringIO((base / csv_href).read_text())))
-        assert len(rows) == len(next(iter(payload["data"].values()))), anchor
+    assert_figures_have_svg_table_and_csv(site, name)
 
 
 @pytest.mark.parametrize("name", EXPLAINERS)
 def test_default_figure_data_is_within_the_budget(site, name):
-    total = 0
-    for anchor in anchors(site, name):
-        _, payload, _ = figure(site, name, anchor)
-        text = json.dumps(payload["data"], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        total += len(gzip.compress(text.encode(), mtime=0))
-    assert total < BUDGET
+    assert_figure_data_within_budget(site, name)
 
 
 # -- figure data against the models --------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The simulated speculative sampler against the theory it is meant to check.
 
-Reproducible: every generator is seeded by `_seed`, a SHA-256 digest of the test's label and its
+Reproducible: every generator is seeded by `stats.seed`, a SHA-256 digest of the test's label and its
 case, never by the built-in hash(), which Python salts afresh in every process (PYTHONHASHSEED).
 
 Every tolerance is a concentration radius for the sample size at hand, never a number picked to
@@ -57,46 +57,14 @@ at p whatever q is (it changes only the tokens per step).
 from __future__ import annotations
 
 import functools
-import hashlib
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
 from models import sampling, speculative
-
-DELTA = 1e-6
-LOG = math.log(2 / DELTA)
-V = 12
-
-
-def _seed(*parts: str | int | float) -> int:
-    """A generator seed that depends on nothing but `parts`: the first 8 bytes, big-endian, of
-    the SHA-256 of their text joined by "/". Unlike hash(), it is the same in every process."""
-    return int.from_bytes(hashlib.sha256("/".join(map(str, parts)).encode()).digest()[:8], "big")
-
-
-def _rng(*parts: str | int | float) -> np.random.Generator:
-    return np.random.default_rng(_seed(*parts))
-
-
-def _pairs() -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    rng = np.random.default_rng(7)
-    pairs = {f"dirichlet-{i}": (rng.dirichlet(np.ones(V)), rng.dirichlet(np.ones(V))) for i in range(3)}
-    peaked = rng.dirichlet(np.full(V, 0.2))
-    pairs["peaked-vs-flat"] = (peaked, np.full(V, 1.0 / V))
-    pairs["disjoint-supports"] = (np.r_[rng.dirichlet(np.ones(V // 2)), np.zeros(V // 2)],
-                                  np.r_[np.zeros(V // 2), rng.dirichlet(np.ones(V // 2))])
-    p = rng.dirichlet(np.ones(V))
-    pairs["q-equals-p"] = (p, p.copy())
-    pairs["near-one-hot-p"] = (np.r_[1 - 1e-3, np.full(V - 1, 1e-3 / (V - 1))], rng.dirichlet(np.ones(V)))
-    pairs["near-one-hot-q-elsewhere"] = (rng.dirichlet(np.ones(V)), np.r_[np.full(V - 1, 1e-4 / (V - 1)), 1 - 1e-4])
-    pairs["q-misses-p-mass"] = (rng.dirichlet(np.ones(V)), np.r_[0.0, 0.0, rng.dirichlet(np.ones(V - 2))])
-    return pairs
-
-
-PAIRS = _pairs()
+from stats import (DELTA, LOG, PAIRS, V, Verdict, law_moments, seed, seeded_rng, separated, tokens_per_step_radius, tv,
+                   tv_check)
 
 # Sample sizes, shared by each test and its negative control.
 OUTPUT_KS = (1, 4, 8)
@@ -118,35 +86,10 @@ FIGURE_DRIFT = np.round(np.arange(0.0, 1.01, 0.1), 1)
 
 # -- the checks: each positive test asserts its verdict passes, each negative control that it fails
 
-@dataclass(frozen=True)
-class Verdict:
-    """A statistic against its concentration radius: the check passes when it is inside."""
-
-    what: str
-    statistic: float
-    radius: float
-
-    @property
-    def passed(self) -> bool:
-        return bool(self.statistic < self.radius)
-
-    def __str__(self) -> str:
-        return f"{self.what}: {self.statistic:.6g} {'<' if self.passed else '>='} radius {self.radius:.6g}"
-
-
-def _tv(freq: np.ndarray, p: np.ndarray) -> float:
-    return 0.5 * float(np.abs(freq - p).sum())
-
-
-def _tv_check(what: str, freq: np.ndarray, n: int, dist: np.ndarray) -> Verdict:
-    """Frequencies of n draws against dist, within the Weissman radius for n draws over dist.size tokens."""
-    return Verdict(what, _tv(freq, dist), sampling.tv_radius(n, dist.size, DELTA))
-
-
 def _frequencies_check(tokens: np.ndarray, dist: np.ndarray) -> Verdict:
     """Could `tokens` be i.i.d. draws from `dist`?"""
     dist = sampling.normalise(dist)
-    return _tv_check("TV(frequencies, p)", sampling.frequencies(tokens, dist.size), tokens.size, dist)
+    return tv_check("TV(frequencies, p)", sampling.frequencies(tokens, dist.size), tokens.size, dist)
 
 
 def _first_kept_check(steps: sampling.Steps, alpha: float) -> Verdict:
@@ -171,35 +114,20 @@ def _pooled_acceptance_check(steps: sampling.Steps, alpha: float) -> Verdict:
                    _pooled_radius(n * k, judged, alpha))
 
 
-def _law_moments(law: np.ndarray) -> tuple[float, float]:
-    """Mean and variance of a law over 1, 2, ..., law.size tokens per step."""
-    values = np.arange(1, law.size + 1)
-    mean = float(law @ values)
-    return mean, float(law @ (values - mean) ** 2)
-
-
-def _tokens_per_step_radius(n: int, law: np.ndarray) -> float:
-    """Bernstein for the mean of n steps drawn from `law` over 1..k+1 tokens."""
-    k = law.size - 1
-    mean, variance = _law_moments(law)
-    most = max(mean - 1, (k + 1) - mean)  # the furthest a count in [1, k + 1] can stray from the mean
-    return sampling.bernstein_radius(n, variance, most, DELTA)
-
-
 def _tokens_per_step_check(emitted: np.ndarray, alpha: float, k: int) -> Verdict:
     """Mean tokens per step against E(alpha, k), with the exact law's variance."""
     law = sampling.tokens_per_step_distribution(alpha, k)
     want = float(speculative.expected_tokens(alpha, k))
     return Verdict("mean tokens per step - E(alpha, k)", abs(float(emitted.mean()) - want),
-                   _tokens_per_step_radius(emitted.size, law))
+                   tokens_per_step_radius(emitted.size, law))
 
 
 def _figure_grid_check(g: sampling.FigureGrid) -> list[Verdict]:
     """Every statistical claim the figure makes, one verdict each; the figure passes if all do."""
     verdicts = []
     for i, d in enumerate(g.distance.tolist()):
-        verdicts.append(_tv_check(f"plain frequencies at distance {d}", g.plain[i], g.tokens, g.target))
-        verdicts.append(_tv_check(f"speculative frequencies at distance {d}", g.speculative[i], g.tokens, g.target))
+        verdicts.append(tv_check(f"plain frequencies at distance {d}", g.plain[i], g.tokens, g.target))
+        verdicts.append(tv_check(f"speculative frequencies at distance {d}", g.speculative[i], g.tokens, g.target))
         for j, k in enumerate(g.lookaheads.tolist()):
             lo, hi = 1, k + 1  # tokens a step yields
             verdicts.append(Verdict(f"tokens per step at distance {d}, k = {k}",
@@ -292,7 +220,7 @@ def _output_controls():
     radius = sampling.tv_radius(OUTPUT_STREAMS * OUTPUT_LENGTH, V, DELTA)
     return [(name, k, m) for name, (p, q) in PAIRS.items() for k in OUTPUT_KS
             for m in ("no-residual", "inverted-ratio", "ratio-without-q")
-            if _tv(_long_run_output_law(p, q, k, m), sampling.normalise(p)) > 3 * radius + k / OUTPUT_LENGTH]
+            if tv(_long_run_output_law(p, q, k, m), sampling.normalise(p)) > 3 * radius + k / OUTPUT_LENGTH]
 
 
 def _acceptance_controls():
@@ -312,12 +240,6 @@ def _acceptance_controls():
     return out
 
 
-def _separated(n: int, want: np.ndarray, got: np.ndarray) -> bool:
-    """Are the means of two tokens-per-step laws further apart than their two Bernstein radii?"""
-    return abs(_law_moments(got)[0] - _law_moments(want)[0]) > \
-        _tokens_per_step_radius(n, want) + _tokens_per_step_radius(n, got)
-
-
 def _steps_controls():
     out = []
     for name in STEPS_PAIRS:
@@ -326,7 +248,7 @@ def _steps_controls():
         for k in STEPS_KS:
             for m in ("inverted-ratio", "ratio-without-q", "no-bonus"):
                 law = _tokens_per_step_law(_per_guess_acceptance(p, q, m), k, m)
-                if _separated(STEPS_N, sampling.tokens_per_step_distribution(alpha, k), law):
+                if separated(STEPS_N, sampling.tokens_per_step_distribution(alpha, k), law):
                     out.append((name, k, m))
     return out
 
@@ -352,7 +274,7 @@ def _broken_iid_law(mutation: str, a: float, k: int) -> np.ndarray:
 
 def _iid_controls():
     return [(a, k, m) for a in IID_AS for k in STEPS_KS for m in IID_MUTATIONS
-            if _separated(IID_N, sampling.tokens_per_step_distribution(a, k), _broken_iid_law(m, a, k))]
+            if separated(IID_N, sampling.tokens_per_step_distribution(a, k), _broken_iid_law(m, a, k))]
 
 
 ALIAS_MUTATIONS = {
@@ -384,7 +306,7 @@ def _alias_controls():
     """(dist, mutation) whose broken law is more than two radii from dist: the broken draws are
     i.i.d. too, so the check rejects them with probability at least 1 - DELTA."""
     return [(name, m) for name, dist in ALIAS_DISTS.items() for m in ALIAS_MUTATIONS
-            if _tv(_broken_draw_law(m, dist), sampling.normalise(dist))
+            if tv(_broken_draw_law(m, dist), sampling.normalise(dist))
             > 2 * sampling.tv_radius(ALIAS_N, dist.size, DELTA)]
 
 
@@ -394,17 +316,17 @@ def test_seeds_are_a_stable_digest_of_the_case():
     # Computed once with
     #   python -c 'import hashlib; print(int.from_bytes(hashlib.sha256(b"output/dirichlet-0/4").digest()[:8], "big"))'
     # A literal cannot follow PYTHONHASHSEED, so neither can the seed if this holds.
-    assert _seed("output", "dirichlet-0", 4) == 9176091365832568760
-    assert _seed("output", "dirichlet-0", 4) != _seed("output", "dirichlet-0", 8)
-    assert np.array_equal(_rng("a", 1).random(3), _rng("a", 1).random(3))
+    assert seed("output", "dirichlet-0", 4) == 9176091365832568760
+    assert seed("output", "dirichlet-0", 4) != seed("output", "dirichlet-0", 8)
+    assert np.array_equal(seeded_rng("a", 1).random(3), seeded_rng("a", 1).random(3))
 
 
 @pytest.mark.parametrize("name", ["dirichlet-0", "disjoint-supports", "q-equals-p"])
 @pytest.mark.parametrize("k", [1, 4])
 def test_the_broken_sampler_without_a_mutation_is_the_real_sampler(name, k):
     p, q = PAIRS[name]
-    real = sampling.speculative_steps(p, q, k, 1_000, _rng("harness", name, k))
-    copy = _broken_steps(None, p, q, k, 1_000, _rng("harness", name, k))
+    real = sampling.speculative_steps(p, q, k, 1_000, seeded_rng("harness", name, k))
+    copy = _broken_steps(None, p, q, k, 1_000, seeded_rng("harness", name, k))
     assert np.array_equal(real.tokens, copy.tokens) and np.array_equal(real.accepted, copy.accepted)
     assert np.array_equal(_emitted(real), real.emitted)
 
@@ -432,7 +354,7 @@ def test_every_case_of_every_statistical_test_has_a_negative_control():
 def test_the_exact_tokens_per_step_law_has_mean_E(a, k):
     law = sampling.tokens_per_step_distribution(a, k)
     assert law.sum() == pytest.approx(1.0) and (law >= 0).all()
-    assert _law_moments(law)[0] == pytest.approx(float(speculative.expected_tokens(a, k)))
+    assert law_moments(law)[0] == pytest.approx(float(speculative.expected_tokens(a, k)))
 
 
 # -- output distribution --------------------------------------------------------------------
@@ -441,7 +363,8 @@ def test_the_exact_tokens_per_step_law_has_mean_E(a, k):
 @pytest.mark.parametrize("name", list(PAIRS))
 def test_output_is_distributed_as_the_target(name, k):
     p, q = PAIRS[name]
-    tokens = sampling.speculative_sequence(p, q, k, OUTPUT_LENGTH, _rng("output", name, k), streams=OUTPUT_STREAMS)
+    tokens = sampling.speculative_sequence(p, q, k, OUTPUT_LENGTH, seeded_rng("output", name, k),
+                                           streams=OUTPUT_STREAMS)
     assert tokens.shape == (OUTPUT_STREAMS, OUTPUT_LENGTH) and tokens.min() >= 0
     # Tokens the target never produces must never come out, whatever the draft proposes.
     assert not np.isin(tokens, np.flatnonzero(p == 0)).any()
@@ -454,7 +377,7 @@ def test_the_output_check_rejects_a_broken_sampler(name, k, mutation, monkeypatc
     # The real speculative_sequence, cutting the broken sampler's steps exactly as it cuts the real ones.
     p, q = PAIRS[name]
     monkeypatch.setattr(sampling, "speculative_steps", functools.partial(_broken_steps, mutation))
-    tokens = sampling.speculative_sequence(p, q, k, OUTPUT_LENGTH, _rng("output", name, k, mutation),
+    tokens = sampling.speculative_sequence(p, q, k, OUTPUT_LENGTH, seeded_rng("output", name, k, mutation),
                                            streams=OUTPUT_STREAMS)
     verdict = _frequencies_check(tokens, p)
     assert not verdict.passed, f"{MUTATIONS[mutation]} went unnoticed: {verdict}"
@@ -465,7 +388,7 @@ def test_the_output_check_rejects_a_broken_sampler(name, k, mutation, monkeypatc
 @pytest.mark.parametrize("name", list(PAIRS))
 def test_measured_acceptance_is_the_overlap_of_p_and_q(name):
     p, q = PAIRS[name]
-    steps = sampling.speculative_steps(p, q, ACCEPTANCE_K, ACCEPTANCE_STEPS, _rng("acceptance", name))
+    steps = sampling.speculative_steps(p, q, ACCEPTANCE_K, ACCEPTANCE_STEPS, seeded_rng("acceptance", name))
     alpha = sampling.acceptance(p, q)
     assert alpha == pytest.approx(np.minimum(p, q).sum())
     for verdict in (_first_kept_check(steps, alpha), _pooled_acceptance_check(steps, alpha)):
@@ -475,7 +398,7 @@ def test_measured_acceptance_is_the_overlap_of_p_and_q(name):
 @pytest.mark.parametrize("name, mutation", _acceptance_controls())
 def test_the_acceptance_checks_reject_a_broken_sampler(name, mutation):
     p, q = PAIRS[name]
-    steps = _broken_steps(mutation, p, q, ACCEPTANCE_K, ACCEPTANCE_STEPS, _rng("acceptance", name, mutation))
+    steps = _broken_steps(mutation, p, q, ACCEPTANCE_K, ACCEPTANCE_STEPS, seeded_rng("acceptance", name, mutation))
     alpha = sampling.acceptance(p, q)
     for verdict in (_first_kept_check(steps, alpha), _pooled_acceptance_check(steps, alpha)):
         assert not verdict.passed, f"{MUTATIONS[mutation]} went unnoticed: {verdict}"
@@ -483,10 +406,10 @@ def test_the_acceptance_checks_reject_a_broken_sampler(name, mutation):
 
 def test_q_equal_p_accepts_every_guess_and_disjoint_supports_none():
     p, q = PAIRS["q-equals-p"]
-    steps = sampling.speculative_steps(p, q, 4, 10_000, _rng("extremes", "q-equals-p"))
+    steps = sampling.speculative_steps(p, q, 4, 10_000, seeded_rng("extremes", "q-equals-p"))
     assert (steps.accepted == 4).all()
     p, q = PAIRS["disjoint-supports"]
-    steps = sampling.speculative_steps(p, q, 4, 10_000, _rng("extremes", "disjoint-supports"))
+    steps = sampling.speculative_steps(p, q, 4, 10_000, seeded_rng("extremes", "disjoint-supports"))
     assert (steps.accepted == 0).all()
 
 
@@ -496,7 +419,7 @@ def test_q_equal_p_accepts_every_guess_and_disjoint_supports_none():
 @pytest.mark.parametrize("name", STEPS_PAIRS)
 def test_tokens_per_step_of_the_real_sampler_match_E(name, k):
     p, q = PAIRS[name]
-    steps = sampling.speculative_steps(p, q, k, STEPS_N, _rng("tokens-per-step", name, k))
+    steps = sampling.speculative_steps(p, q, k, STEPS_N, seeded_rng("tokens-per-step", name, k))
     emitted = _emitted(steps)
     assert np.array_equal(emitted, steps.emitted)
     assert emitted.min() >= 1 and emitted.max() <= k + 1
@@ -507,7 +430,7 @@ def test_tokens_per_step_of_the_real_sampler_match_E(name, k):
 @pytest.mark.parametrize("name, k, mutation", _steps_controls())
 def test_the_tokens_per_step_check_rejects_a_broken_sampler(name, k, mutation):
     p, q = PAIRS[name]
-    steps = _broken_steps(mutation, p, q, k, STEPS_N, _rng("tokens-per-step", name, k, mutation))
+    steps = _broken_steps(mutation, p, q, k, STEPS_N, seeded_rng("tokens-per-step", name, k, mutation))
     verdict = _tokens_per_step_check(_emitted(steps), sampling.acceptance(p, q), k)
     assert not verdict.passed, f"{MUTATIONS[mutation]} went unnoticed: {verdict}"
 
@@ -515,13 +438,13 @@ def test_the_tokens_per_step_check_rejects_a_broken_sampler(name, k, mutation):
 @pytest.mark.parametrize("k", STEPS_KS)
 @pytest.mark.parametrize("a", IID_AS)
 def test_tokens_per_step_under_iid_acceptance_match_E(a, k):
-    verdict = _tokens_per_step_check(sampling.iid_tokens_per_step(a, k, IID_N, _rng("iid", a, k)), a, k)
+    verdict = _tokens_per_step_check(sampling.iid_tokens_per_step(a, k, IID_N, seeded_rng("iid", a, k)), a, k)
     assert verdict.passed, verdict
 
 
 @pytest.mark.parametrize("a, k, mutation", _iid_controls())
 def test_the_tokens_per_step_check_rejects_broken_iid_counts(a, k, mutation):
-    counts = _broken_iid_tokens_per_step(mutation, a, k, IID_N, _rng("iid", a, k, mutation))
+    counts = _broken_iid_tokens_per_step(mutation, a, k, IID_N, seeded_rng("iid", a, k, mutation))
     verdict = _tokens_per_step_check(counts, a, k)
     assert not verdict.passed, f"a sampler that {IID_MUTATIONS[mutation]} went unnoticed: {verdict}"
 
@@ -531,7 +454,7 @@ def test_the_tokens_per_step_check_rejects_broken_iid_counts(a, k, mutation):
 @pytest.mark.parametrize("name", list(ALIAS_DISTS))
 def test_alias_draws_follow_the_distribution_and_skip_zero_mass(name):
     dist = ALIAS_DISTS[name]
-    got = sampling.draw(dist, _rng("alias", name).random(ALIAS_N))
+    got = sampling.draw(dist, seeded_rng("alias", name).random(ALIAS_N))
     assert not np.isin(got, np.flatnonzero(dist == 0)).any()
     verdict = _frequencies_check(got, dist)
     assert verdict.passed, verdict
@@ -540,7 +463,8 @@ def test_alias_draws_follow_the_distribution_and_skip_zero_mass(name):
 @pytest.mark.parametrize("name, mutation", _alias_controls())
 def test_the_frequency_check_rejects_a_broken_alias_draw(name, mutation):
     dist = ALIAS_DISTS[name]
-    verdict = _frequencies_check(_broken_draw(mutation, dist, _rng("alias", name, mutation).random(ALIAS_N)), dist)
+    draws = _broken_draw(mutation, dist, seeded_rng("alias", name, mutation).random(ALIAS_N))
+    verdict = _frequencies_check(draws, dist)
     assert not verdict.passed, f"a draw that {ALIAS_MUTATIONS[mutation]} went unnoticed: {verdict}"
 
 
@@ -551,7 +475,7 @@ def test_the_figure_grid_passes_its_own_check():
     failed = [str(v) for v in _figure_grid_check(g) if not v.passed]
     assert not failed, failed
     # The draft really does move: at the far end it is further from p than sampling noise by far.
-    assert _tv(g.draft[-1], g.target) > 20 * sampling.tv_radius(g.tokens, g.target.size, DELTA)
+    assert tv(g.draft[-1], g.target) > 20 * sampling.tv_radius(g.tokens, g.target.size, DELTA)
     assert g.alpha[0] == pytest.approx(1.0) and np.all(np.diff(g.alpha) < 0)
 
 

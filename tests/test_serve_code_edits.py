@@ -21,7 +21,7 @@ import urllib.request
 
 import pytest
 
-from helpers import MKDOCS, copy_code, copy_project, env
+from helpers import MKDOCS, copy_code, copy_project, env, free_port
 
 # The speculative page's "the reads take 10.4 ms": the weight read and the cache read of one step.
 STEP = re.compile(r'reads take <span class="eg-num"[^>]*>([^<]+)</span>')
@@ -40,12 +40,10 @@ def project(tmp_path, warm_cache):
 
 
 def test_an_edit_to_model_code_shows_under_serve_and_is_never_cached_under_the_old_code(project, tmp_path):
-    from test_authoring import _free_port
-
     run_env = {**env(), "PYTHONPATH": str(project)}
     model = project / "models" / "roofline.py"
     assert TERM in model.read_text()
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(MKDOCS + ["serve", "--livereload", "-a", f"127.0.0.1:{port}"], cwd=project, env=run_env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}/explainers/speculative-decoding/"

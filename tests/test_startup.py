@@ -17,8 +17,7 @@ from typing import NamedTuple
 import pytest
 
 from explainer_gen.render.chrome import OUR_FORM, PALETTE_FORM, Chrome
-from helpers import direct, route_fetch
-from test_reader import figure_pages, site_pages
+from helpers import direct, figure_pages, route_fetch, site_pages
 
 pytestmark = pytest.mark.hosts()
 

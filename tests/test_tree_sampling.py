@@ -1,12 +1,12 @@
 """Speculative sampling on a tree of guesses (`sampling.tree_steps`) against the theory it must obey.
 
-The standard is test_sampling.py's, and its helpers are borrowed: seeds are SHA-256 digests of
-the case label (`_rng`), every tolerance is a concentration radius for the sample size at hand,
-and each check may fail by bad luck with probability at most DELTA = 1e-6. Every case runs
-PASSES = 50,000 independent verify passes and checks up to four statistics of that one run; the
-file checks the real sampler fewer than 150 times, so by the union bound a run fails by bad luck
-with probability below 1.5e-4, and as the seeds are fixed it either always passes or always fails.
-LOG = ln(2 / DELTA) = 14.51. The radii:
+The standard is test_sampling.py's, and so are its checks, shared in tests/stats.py: seeds are
+SHA-256 digests of the case label (`stats.seeded_rng`), every tolerance is a concentration radius
+for the sample size at hand, and each check may fail by bad luck with probability at most
+DELTA = 1e-6. Every case runs PASSES = 50,000 independent verify passes and checks up to four
+statistics of that one run; the file checks the real sampler fewer than 150 times, so by the union
+bound a run fails by bad luck with probability below 1.5e-4, and as the seeds are fixed it either
+always passes or always fails. LOG = ln(2 / DELTA) = 14.51. The radii:
 
 - First token of a pass (`_first_check`). Passes are independent and each starts at the root,
   so the passes' first tokens are i.i.d.; for the real sampler their law is p (the root's
@@ -28,7 +28,7 @@ LOG = ln(2 / DELTA) = 14.51. The radii:
   c = alpha and this is the chain's law (`sampling.tokens_per_step_distribution`).
 - Tokens per pass, mean (`_tokens_mean_check`). Bernstein with the exact law's variance sigma^2
   and the most a count in [1, depth + 1] strays from the mean, M = max(mu - 1, depth + 1 - mu):
-  sqrt(2 sigma^2 LOG / n) + 2 M LOG / (3 n) (`test_sampling._tokens_per_step_radius`).
+  sqrt(2 sigma^2 LOG / n) + 2 M LOG / (3 n) (`stats.tokens_per_step_radius`).
 
 The closed form of `trees.Tree` (reach(a)[i - 1] = (1 - (1 - a)^b) a^(i - 1)) assumes every node
 is kept with probability a independently of all others. That holds exactly in the uniform
@@ -62,10 +62,8 @@ from functools import lru_cache
 
 import numpy as np
 import pytest
-from test_sampling import (DELTA, PAIRS, Verdict, _law_moments, _rng, _separated, _tokens_per_step_radius, _tv,
-                           _tv_check)
-
 from models import sampling, trees
+from stats import DELTA, PAIRS, Verdict, law_moments, seeded_rng, separated, tokens_per_step_radius, tv, tv_check
 
 pytestmark = pytest.mark.unit
 
@@ -79,8 +77,8 @@ def _uniform_pair(m: int, vocab: int) -> tuple[np.ndarray, np.ndarray]:
     return np.r_[np.full(m, 1.0 / m), np.zeros(vocab - m)], np.full(vocab, 1.0 / vocab)
 
 
-# General pairs: six of test_sampling's, near and far drafts, and the figure's target against its far
-# draft. q = p is left to the exact and deterministic tests: no mutation changes anything there.
+# General pairs: six of test_sampling's (stats.PAIRS), near and far drafts, and the figure's target
+# against its far draft. q = p is left to the exact and deterministic tests: no mutation changes anything there.
 GENERAL = {name: PAIRS[name] for name in ("dirichlet-0", "dirichlet-1", "peaked-vs-flat", "disjoint-supports",
                                           "near-one-hot-q-elsewhere", "q-misses-p-mass")}
 GENERAL["zipf-vs-reversed"] = (sampling.figure_target(), sampling.figure_far_draft())
@@ -221,7 +219,8 @@ class Run:
 def _run(case: str, branches: int, depth: int, mutation: str | None = None) -> Run:
     p, q = CASES[case]
     with _broken(mutation) as tree_steps:
-        steps = tree_steps(p, q, trees.Tree(branches, depth), PASSES, _rng("tree", case, branches, depth, mutation))
+        rng = seeded_rng("tree", case, branches, depth, mutation)
+        steps = tree_steps(p, q, trees.Tree(branches, depth), PASSES, rng)
     emitted = (steps.tokens >= 0).sum(axis=1)
     stream = sampling.lay_end_to_end(steps.tokens, STREAMS, LENGTH)
     return Run(sampling.frequencies(steps.tokens[:, 0], p.size), sampling.frequencies(stream, p.size),
@@ -232,11 +231,11 @@ def _run(case: str, branches: int, depth: int, mutation: str | None = None) -> R
 # -- the checks ------------------------------------------------------------------------------
 
 def _first_check(run: Run, p) -> Verdict:
-    return _tv_check("TV(first tokens of the passes, p)", run.first, PASSES, sampling.normalise(p))
+    return tv_check("TV(first tokens of the passes, p)", run.first, PASSES, sampling.normalise(p))
 
 
 def _stream_check(run: Run, p) -> Verdict:
-    return _tv_check("TV(passes laid end to end, p)", run.stream, PASSES, sampling.normalise(p))
+    return tv_check("TV(passes laid end to end, p)", run.stream, PASSES, sampling.normalise(p))
 
 
 def _coverage_check(run: Run, coverage: float) -> Verdict:
@@ -245,17 +244,17 @@ def _coverage_check(run: Run, coverage: float) -> Verdict:
 
 
 def _tokens_law_check(run: Run, law: np.ndarray) -> Verdict:
-    return _tv_check("TV(tokens per pass, law)", run.tokens, PASSES, law)
+    return tv_check("TV(tokens per pass, law)", run.tokens, PASSES, law)
 
 
 def _tokens_mean_check(run: Run, law: np.ndarray) -> Verdict:
-    return Verdict("mean tokens per pass - mean of the law", abs(_law_moments(run.tokens)[0] - _law_moments(law)[0]),
-                   _tokens_per_step_radius(PASSES, law))
+    return Verdict("mean tokens per pass - mean of the law", abs(law_moments(run.tokens)[0] - law_moments(law)[0]),
+                   tokens_per_step_radius(PASSES, law))
 
 
 def _tv_far(got: np.ndarray, want: np.ndarray, slack: float = 0.0) -> bool:
     """Is `got` more than MARGIN TV radii (plus `slack`) from `want`?"""
-    return _tv(got, want) > MARGIN * sampling.tv_radius(PASSES, want.size, DELTA) + slack
+    return tv(got, want) > MARGIN * sampling.tv_radius(PASSES, want.size, DELTA) + slack
 
 
 # -- which controls each test keeps ------------------------------------------------------------
@@ -307,7 +306,7 @@ def _uniform_controls() -> list[tuple[str, tuple[int, int], str, str]]:
             for mutation in ("inverted-ratio", "first-branch-only"):
                 wrong[mutation] = (_law(p, q, tree, mutation).tokens, real)
             for what, (actual, claimed) in wrong.items():
-                if _separated(PASSES, claimed, actual):
+                if separated(PASSES, claimed, actual):
                     out.append((case, shape, what, "mean"))
                 if _tv_far(actual, claimed):
                     out.append((case, shape, what, "tokens"))
@@ -360,7 +359,7 @@ def test_root_coverage_extremes():
 def test_passes_are_well_formed(shape):
     p, q = GENERAL["zipf-vs-reversed"]
     tree = trees.Tree(*shape)
-    steps = sampling.tree_steps(p, q, tree, 5_000, _rng("form", *shape))
+    steps = sampling.tree_steps(p, q, tree, 5_000, seeded_rng("form", *shape))
     emitted = (steps.tokens >= 0).sum(axis=1)
     assert steps.tokens.shape == (5_000, tree.depth + 1) and steps.k == tree.depth
     assert np.array_equal(emitted, steps.emitted)  # tokens first, then only -1
@@ -369,16 +368,16 @@ def test_passes_are_well_formed(shape):
     assert steps.branch.min() >= -1 and steps.branches == tree.branches
     # tree_sequence is tree_steps laid end to end, draw for draw.
     laid = sampling.lay_end_to_end(
-        sampling.tree_steps(p, q, tree, 3 * 40, _rng("sequence", *shape)).tokens, 3, 40)
-    assert np.array_equal(sampling.tree_sequence(p, q, tree, 40, _rng("sequence", *shape), streams=3), laid)
+        sampling.tree_steps(p, q, tree, 3 * 40, seeded_rng("sequence", *shape)).tokens, 3, 40)
+    assert np.array_equal(sampling.tree_sequence(p, q, tree, 40, seeded_rng("sequence", *shape), streams=3), laid)
 
 
 def test_q_equal_p_keeps_the_first_branch_to_the_end_and_disjoint_supports_nothing():
     p, q = PAIRS["q-equals-p"]
-    steps = sampling.tree_steps(p, q, trees.Tree(3, 4), 10_000, _rng("extremes", "q-equals-p"))
+    steps = sampling.tree_steps(p, q, trees.Tree(3, 4), 10_000, seeded_rng("extremes", "q-equals-p"))
     assert (steps.accepted == 4).all() and (steps.branch == 0).all()
     p, q = PAIRS["disjoint-supports"]
-    steps = sampling.tree_steps(p, q, trees.Tree(3, 4), 10_000, _rng("extremes", "disjoint-supports"))
+    steps = sampling.tree_steps(p, q, trees.Tree(3, 4), 10_000, seeded_rng("extremes", "disjoint-supports"))
     assert (steps.accepted == 0).all() and (steps.branch == -1).all()
     assert not np.isin(steps.tokens[:, 0], np.flatnonzero(p == 0)).any()
 
@@ -397,10 +396,10 @@ def test_acceptance_rate_counts_the_guesses_the_target_judged():
 def test_bad_arguments_are_refused():
     p, q = GENERAL["dirichlet-0"]
     with pytest.raises(ValueError):
-        sampling.tree_steps(p, q[:-1], trees.Tree(2, 2), 10, _rng("bad"))
+        sampling.tree_steps(p, q[:-1], trees.Tree(2, 2), 10, seeded_rng("bad"))
     for shape, n in (((0, 2), 10), ((2, 0), 10), ((2, 2), 0)):
         with pytest.raises(ValueError):
-            sampling.tree_steps(p, q, trees.Tree(*shape), n, _rng("bad"))
+            sampling.tree_steps(p, q, trees.Tree(*shape), n, seeded_rng("bad"))
 
 
 def test_every_case_has_a_negative_control():
@@ -443,7 +442,7 @@ def test_tokens_per_pass_match_the_closed_form_in_the_uniform_construction(case,
     _, _, tree, a = _case(UNIFORM, case, shape)
     independent = [a] * tree.branches  # the uniform construction: every node kept at a, independently
     law, run = tree.tokens_distribution(a, independent), _run(case, *shape)
-    assert _law_moments(law)[0] == pytest.approx(tree.expected_tokens(a, independent))
+    assert law_moments(law)[0] == pytest.approx(tree.expected_tokens(a, independent))
     for verdict in (_tokens_mean_check(run, law), _tokens_law_check(run, law)):
         assert verdict.passed, verdict
 

@@ -21,9 +21,8 @@ from pathlib import Path
 import pytest
 
 from explainer_gen.host_zensical import RELOAD_PATH, RELOAD_SCRIPT, ZENSICAL_ROOT
-from helpers import REPO, SITE_ORIGINS, article, env, mkdocs_build, zensical_build
+from helpers import REPO, SITE_ORIGINS, article, env, free_port, mkdocs_build, site_pages, zensical_build
 from models import load_catalogue
-from test_reader import site_pages
 
 
 def files(root: Path, under: str) -> dict[str, bytes]:
@@ -179,10 +178,8 @@ def test_pages_named_by_file_are_finished_too(tmp_path):
 def test_serve_rebuilds_after_a_change_and_open_pages_reload(browser, tmp_path):
     """`make zensical-serve`: an author edits the catalogue and the open page shows the new number
     without a touch; a mistake is named by file and line while the last good site stays served."""
-    from test_authoring import _free_port
-
     config = tiny_project(tmp_path, "# Tiny\n\nThe target holds {{ params('target') / 1e9 | .1f }} billion weights.\n")
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "serve.log"
     with log.open("w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "explainer_gen.host_zensical", "serve", "-f", str(config),
