@@ -65,10 +65,11 @@ def fresh(attempts: int = 3):
     module and whether it was reloaded. RuntimeError if the code keeps changing while it loads."""
     core = sys.modules[__name__]
     reloaded = False
+    plugins = None
     for _ in range(attempts):
         if core.is_current():
             return core, reloaded
-        plugins = _plugin_modules()
+        plugins = _plugin_modules() if plugins is None else plugins
         for name in [n for n in sys.modules if n == "models" or n.startswith("models.")
                      or (n.startswith("explainer_gen.") and n not in _KEPT)
                      or any(n == p or n.startswith(p + ".") for p in plugins)]:

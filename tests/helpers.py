@@ -526,7 +526,14 @@ def figures_of(site, path: str) -> list[tuple[str, list[str]]]:
     return out
 
 
-FIGURE_DATA_BUDGET = 100_000  # bytes of gzipped default-scenario data, all of a page's figures together
+def _default_budget() -> int:
+    from explainer_gen.config import ExplainerConfig
+
+    return dict(ExplainerConfig._schema)["data_budget_kb"].default * 1000
+
+
+# Bytes of gzipped default-scenario data, all of a page's figures together: the plugin's own default.
+FIGURE_DATA_BUDGET = _default_budget()
 
 
 def assert_figures_have_svg_table_and_csv(site: Path, name: str) -> None:
@@ -742,3 +749,36 @@ def live_label_colour(page, fig, role: str = "axis-label") -> tuple[set[str], st
     packed = strong[:, 0].astype(np.int32) << 16 | strong[:, 1].astype(np.int32) << 8 | strong[:, 2]
     values, counts = np.unique(packed, return_counts=True)
     return fills, "#%06x" % int(values[counts.argmax()])
+
+
+def mark_document(page) -> None:
+    """Mark the page's document: a link the theme's instant loader follows keeps the mark
+    (`same_document`), a link loaded as a new page (every link, when the site's origin is not
+    the page's: see NamedHosts) drops it."""
+    page.evaluate("() => { window.__explainerWalk = 'one document'; }")
+
+
+def same_document(page) -> bool:
+    """Whether the document `mark_document` marked is still the one shown."""
+    return page.evaluate("() => window.__explainerWalk") == "one document"
+
+
+def hand_build(root: Path, docs: Path, memory=None, **settings):
+    """A SiteBuild made by hand, as a host makes one (host.py), of the docs folder `docs` under the
+    project folder `root`, with the shipped catalogue and `settings` (site.Settings' fields)."""
+    from explainer_gen import core
+
+    return core.SiteBuild(core.Settings(root=root, docs_dir=docs, catalogue_path=REPO / "models" / "catalogue.yaml",
+                                        **settings), core.CODE, memory)
+
+
+def markdown_with(*extensions):
+    """Python-Markdown with `extensions` (an ExplainerExtension among them), and superfences with
+    the explainer's fences and attr_list, as a host configures them (host.register)."""
+    import markdown
+
+    from explainer_gen import core
+
+    return markdown.Markdown(extensions=[*extensions, "pymdownx.superfences", "attr_list"],
+                             extension_configs={"pymdownx.superfences": {"custom_fences": [dict(f) for f in core.host.FENCES]}})
+

@@ -11,6 +11,7 @@ rests on the estimate's size passes unseen.
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 import re
 import numpy as np
 import pytest
@@ -225,11 +226,16 @@ def test_the_band_scales_every_priced_time():
 
 
 def test_a_range_that_leaves_out_the_value_assumed_fails_at_its_line(tmp_path):
-    text = (CATALOGUE.path and open(CATALOGUE.path).read())
-    first = text.index("allreduce_range_us: [6, 23]")
-    broken = text[:first] + "allreduce_range_us: [12, 23]" + text[first + len("allreduce_range_us: [6, 23]"):]
+    acc = next(a for a in CATALOGUE.accelerators.values())
+    low, high = acc.allreduce_range_us
+    written = f"allreduce_range_us: [{low:g}, {high:g}]"
+    # The same range, starting above the value the catalogue assumes.
+    narrowed = f"allreduce_range_us: [{(acc.allreduce_us + high) / 2:g}, {high:g}]"
+    text = Path(CATALOGUE.path).read_text()
+    first = text.index(written)
+    broken = text[:first] + narrowed + text[first + len(written):]
     (tmp_path / "catalogue.yaml").write_text(broken)
     with pytest.raises(SourceError) as caught:
         load_catalogue(tmp_path / "catalogue.yaml")
-    assert caught.value.line == broken[:broken.index("allreduce_range_us: [12, 23]")].count("\n") + 1
+    assert caught.value.line == broken[:broken.index(narrowed)].count("\n") + 1
     assert "outside its range" in caught.value.message

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import DRAWING, REPO, SETTLED, figures_of, screenshot_rgb, wait_for_figures
+from helpers import BACKGROUND, DRAWING, REPO, SETTLED, figures_of, screenshot_rgb, wait_for_figures
 
 pytestmark = pytest.mark.hosts()  # on both hosts' builds (tests/conftest.py)
 
@@ -53,8 +53,7 @@ def ink(page, anchor: str) -> int:
     view = page.locator(f"#{anchor} .eg-view .marks")
     view.scroll_into_view_if_needed()
     img = screenshot_rgb(page, view.evaluate(BOX))
-    bg = np.array(page.evaluate("() => getComputedStyle(document.body).backgroundColor.match(/\\d+/g)"
-                                ".slice(0, 3).map(Number)"), np.int16)
+    bg = np.array(page.evaluate(BACKGROUND), np.int16)
     return int((np.abs(img - bg).max(axis=2) > 64).sum())
 
 

@@ -373,24 +373,21 @@ def test_the_worked_examples_own_test_passes(example, cat):
 def test_the_worked_example_on_a_page_is_found_by_the_tests_that_read_pages(example, tmp_path, cat):
     """The page as the example writes it, computed and converted in this process (no MkDocs, as
     tests/test_markdown_ext.py does), then read by the derivations of the page-reading tests."""
-    import markdown
     from explainer_gen import core
     from explainer_gen.compute.pages import split_front_matter
-    from explainer_gen.site import PageSource, Settings, SiteBuild
+    from explainer_gen.site import PageSource
     from helpers import (anchors, assert_descriptions_agree, assert_figure_data_within_budget,
-                         assert_figures_have_svg_table_and_csv, figures_of, scratch_docs)
+                         assert_figures_have_svg_table_and_csv, figures_of, hand_build, markdown_with,
+                         scratch_docs)
 
     (fence,) = worked_example("explainer")
     text = f"---\ntitle: Reads\n---\n\n# Reads\n\nWhat a step reads.\n\n```explainer\n{fence}```\n"
     docs = scratch_docs(tmp_path, {"explainers/example.md": text})
     assert_descriptions_agree(docs / "explainers" / "example.md", cat)
-    build = SiteBuild(Settings(root=tmp_path, docs_dir=docs, catalogue_path=REPO / "models" / "catalogue.yaml"),
-                      core.CODE)
+    build = hand_build(tmp_path, docs)
     files = build.collect([PageSource("explainers/example.md", "docs/explainers/example.md", "explainers/example/",
                                       text)])
-    md = markdown.Markdown(extensions=[core.host.ExplainerExtension(lambda: build, lambda md: "explainers/example.md"),
-                                       "pymdownx.superfences", "attr_list"],
-                           extension_configs={"pymdownx.superfences": {"custom_fences": [dict(f) for f in core.host.FENCES]}})
+    md = markdown_with(core.host.ExplainerExtension(lambda: build, lambda md: "explainers/example.md"))
     _, offset = split_front_matter(text)
     body = md.convert("\n".join(text.split("\n")[offset:]))
     site = tmp_path / "site"

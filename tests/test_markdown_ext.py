@@ -13,8 +13,8 @@ import pytest
 
 from explainer_gen import core
 from explainer_gen.compute.pages import split_front_matter
-from explainer_gen.site import PageSource, Settings, SiteBuild, relative_url
-from helpers import REPO, scratch_docs
+from explainer_gen.site import PageSource, SiteBuild, relative_url
+from helpers import hand_build, markdown_with, scratch_docs
 from models import load_catalogue, roofline
 
 PAGE = """---
@@ -34,17 +34,14 @@ figure: speedup-vs-batch
 @pytest.fixture
 def site(tmp_path):
     docs = scratch_docs(tmp_path, {"step.md": PAGE})
-    build = SiteBuild(Settings(root=tmp_path, docs_dir=docs, catalogue_path=REPO / "models" / "catalogue.yaml"),
-                      core.CODE)
+    build = hand_build(tmp_path, docs)
     files = build.collect([PageSource("step.md", "docs/step.md", "step/", PAGE)])
     return build, files
 
 
 def convert(build: SiteBuild, text: str, page: str | None) -> tuple[str, markdown.Markdown]:
     """`text` converted as the host converting the page `page` (its src_uri; None: no page) would."""
-    md = markdown.Markdown(extensions=[core.host.ExplainerExtension(lambda: build, lambda md: page),
-                                       "pymdownx.superfences", "attr_list"],
-                           extension_configs={"pymdownx.superfences": {"custom_fences": [dict(f) for f in core.host.FENCES]}})
+    md = markdown_with(core.host.ExplainerExtension(lambda: build, lambda md: page))
     return md.convert(text), md
 
 
@@ -95,14 +92,12 @@ def test_a_conversion_inside_a_pages_own_is_no_page(site):
             md.treeprocessors.register(Docstring(md), "docstring", 5)
 
     front, offset = split_front_matter(PAGE)
-    outer = markdown.Markdown(extensions=[ext, Nested(), "pymdownx.superfences", "attr_list"],
-                              extension_configs={"pymdownx.superfences": {"custom_fences": [dict(f) for f in core.host.FENCES]}})
+    outer = markdown_with(ext, Nested())
     html = outer.convert("\n".join(PAGE.split("\n")[offset:]))
     assert inner == [("<p>A docstring with {{ step(1) | .1f ms }}.</p>", None)]
     assert outer.explainer_page == "step.md" and "{{" not in html and 'class="eg-figure' in html
     # Once the page is done, the next conversion is a page again.
-    again = markdown.Markdown(extensions=[ext, "pymdownx.superfences"],
-                              extension_configs={"pymdownx.superfences": {"custom_fences": [dict(f) for f in core.host.FENCES]}})
+    again = markdown_with(ext)
     again.convert("\n".join(PAGE.split("\n")[offset:]))
     assert again.explainer_page == "step.md"
 
@@ -159,8 +154,7 @@ def test_each_markdown_table_gets_a_box_of_its_own(tmp_path):
     page's own blocks gets a box, text around it stays where it was, and tables inside other
     blocks (a note, a list) and HTML tables are left alone."""
     docs = scratch_docs(tmp_path, {"t.md": TABLES})
-    build = SiteBuild(Settings(root=tmp_path, docs_dir=docs, catalogue_path=REPO / "models" / "catalogue.yaml"),
-                      core.CODE)
+    build = hand_build(tmp_path, docs)
     build.collect([PageSource("t.md", "docs/t.md", "t/", TABLES)])
     md = markdown.Markdown(extensions=[core.host.ExplainerExtension(lambda: build, lambda md: "t.md"), "tables",
                                        "admonition", "md_in_html"])

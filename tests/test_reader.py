@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers import (DRAWING, HOST_BUILDS, LIVE_TEXTS, REPO, copy_project, figure_pages, live_label_colour, serve,
+from helpers import (DRAWING, HOST_BUILDS, mark_document, same_document, LIVE_TEXTS, REPO, copy_project, figure_pages, live_label_colour, serve,
                      site_pages, wait_for_figures)
 from conftest import PageWatch
 
@@ -88,9 +88,7 @@ def test_instant_navigation_renders_each_figure_once_and_the_keyboard_moves_ever
     wait_for_figures(page)
     keyboard_moves_every_control(page, figs[0])
     moved = {figs[0]}
-    # A mark on this document: a link the theme's instant loader follows keeps it, and a link
-    # loaded as a new page (what every link is when the site's origin is not the page's) drops it.
-    page.evaluate("() => { window.__walk = 'one document'; }")
+    mark_document(page)  # kept by the theme's instant navigation only
     # End on a page whose figures have sliders (the KV page's follow the switch alone).
     last = next(p for p in figs if 'type="range"' in (site / p / "index.html").read_text())
     for path in figs[1:] + [figs[0]] + figs[1:2] + [last]:
@@ -102,7 +100,7 @@ def test_instant_navigation_renders_each_figure_once_and_the_keyboard_moves_ever
         page.wait_for_function("t => { const h = document.querySelector('.md-content h1');"
                                " return h && h.textContent.trim().startsWith(t); }", arg=heading(site, path))
         n = wait_for_figures(page)
-        assert page.evaluate("() => window.__walk") == "one document", f"{path} was loaded as a new page"
+        assert same_document(page), f"{path} was loaded as a new page"
         assert page.evaluate("() => window.__explainerGen === true")
         for fig in page.locator(".eg-figure").all():
             assert fig.locator(".eg-view .marks").count() == 1  # one drawing surface: drawn once

@@ -15,8 +15,8 @@ from explainer_gen.site import collect as site_module
 from explainer_gen.cache import DiskCache
 from explainer_gen.sources import bibliography
 from explainer_gen.sources.crossref import BIB_PATH
-from explainer_gen.site import Memory, PageSource, Settings, SiteBuild
-from helpers import REPO, scratch_docs
+from explainer_gen.site import Memory, PageSource, SiteBuild
+from helpers import REPO, hand_build, scratch_docs
 
 PAGE = """---
 title: Step
@@ -37,9 +37,7 @@ figure: speedup-vs-batch
 
 def new_build(tmp_path, docs, workers: int = 1) -> SiteBuild:
     """A build as a new process makes it (its own memory), over the project's disk cache."""
-    return SiteBuild(Settings(root=tmp_path, docs_dir=docs, catalogue_path=REPO / "models" / "catalogue.yaml",
-                              cache_dir=tmp_path / "cache", data_budget_kb=100, workers=workers),
-                     core.CODE, Memory())
+    return hand_build(tmp_path, docs, Memory(), cache_dir=tmp_path / "cache", workers=workers)
 
 
 def test_a_page_with_nothing_to_compute_is_read_once(tmp_path, monkeypatch):
@@ -151,9 +149,7 @@ def test_a_build_that_read_from_memory_drops_nothing(tmp_path):
     memory = Memory()
 
     def build(text: str) -> SiteBuild:
-        site = SiteBuild(Settings(root=tmp_path, docs_dir=docs, catalogue_path=REPO / "models" / "catalogue.yaml",
-                                  cache_dir=tmp_path / "cache", data_budget_kb=100),
-                         core.CODE, memory)
+        site = hand_build(tmp_path, docs, memory, cache_dir=tmp_path / "cache")
         site.collect([PageSource("step.md", "docs/step.md", "step/", text)])
         return site
 

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import pytest
 
 from explainer_gen.render.chrome import OUR_FORM, PALETTE_FORM, Chrome
-from helpers import direct, figure_pages, route_fetch, site_pages
+from helpers import direct, figure_pages, mark_document, route_fetch, same_document, site_pages
 
 pytestmark = pytest.mark.hosts()
 
@@ -291,11 +291,11 @@ def test_switch_is_kept_across_pages_reloads_and_the_keyboard(browser, base_url,
     page.wait_for_function("() => !document.body.hasAttribute('data-md-color-switching')")
     # Instant navigation keeps the header: the switch still works on the next page.
     target = figure_pages(site)[0]
-    page.evaluate("() => { window.__walk = 'one document'; }")  # kept by an instant navigation only
+    mark_document(page)
     page.locator(f"a.md-nav__link[href$='{target}']").first.click()
     page.wait_for_url(re.compile(re.escape(target) + "$"))
     page.wait_for_function("() => document.querySelector('.eg-figure')")
-    assert page.evaluate("() => window.__walk") == "one document", "the link was loaded as a new page"
+    assert same_document(page), "the link was loaded as a new page"
     assert shown_scheme(page)["scheme"] == "slate"
     page.locator(SWITCH).click()
     assert shown_scheme(page)["scheme"] == "default"

@@ -91,7 +91,7 @@ class Collector:
                                                                      store.catalogue)),
                                    lambda text: text, lambda text: text)
             page_json[p.src_uri] = add(f"{ASSETS}/page/{short_hash(p.src_uri)}.json", state)
-        return SiteModel(settings=settings, catalogue=store.catalogue, sources={p.src_uri: p for p in pages},
+        return SiteModel(catalogue=store.catalogue, sources={p.src_uri: p for p in pages},
                          refs=refs, pages=computed, figure_files=figure_files, page_json=page_json,
                          bundle_path=bundle_path, loader_path=loader_path, files=files)
 

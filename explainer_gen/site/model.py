@@ -73,7 +73,6 @@ class SiteModel:
     the cross-references, the pages with figures or numbers as computed, where each figure's files
     and each page's state are, and every file to add to the site."""
 
-    settings: Settings
     catalogue: Catalogue
     sources: Mapping[str, PageSource]       # src_uri -> the page as found
     refs: CrossRefs

@@ -4,8 +4,7 @@ Markdown and HTML (`render_markdown`, `render_html`), and the host hands back ea
 
 A renderer takes the site as collected (`SiteModel`, which it only reads) and the link policy of
 its host (`Settings.links`: links relative to the page's URL, or to its Markdown file's folder).
-What the figures put in the finished page (static pictures, data tables), made once per page, is
-all it keeps.
+It keeps nothing of its own but, given a `Memory`, each page's linked HTML (`render_html`).
 """
 from __future__ import annotations
 
@@ -27,7 +26,6 @@ class Renderer:
 
     def __init__(self, model: SiteModel, links: str, chrome: Chrome, memory: Memory | None = None):
         self.model, self.links, self.chrome, self.memory = model, links, chrome, memory
-        self.parts: dict[str, dict[str, str]] = {}  # src_uri -> placeholder -> picture or data tables
         # What linking a page's glossary terms reads besides its HTML: the terms, the glossary's
         # page, every page's URL and the link policy.
         glossary = model.refs.glossary
@@ -55,7 +53,6 @@ class Renderer:
         for fig in build.figures:
             files = model.figure_files[fig.anchor + "@" + src_uri]
             fences.setdefault(fig.fence.body.strip(), []).append(figure_html(fig, url, files, link))
-        self._parts(src_uri)
         if build.live:
             root = page_root_html(build, url(model.page_json[src_uri]), url(model.bundle_path), link(model.loader_path),
                                   model.catalogue)
@@ -75,15 +72,6 @@ class Renderer:
                 self.memory.put("page-html", key, linked)
         return linked
 
-    def _parts(self, src_uri: str) -> dict[str, str]:
-        """What the page's figures put in the finished page (static pictures, data tables: see
-        render/blocks.finished_parts), made once: when its Markdown is converted, or when the page
-        is finished by a host that converted it in another process (Zensical)."""
-        if src_uri not in self.parts:
-            build = self.model.pages.get(src_uri)
-            self.parts[src_uri] = finished_parts(build.figures) if build else {}
-        return self.parts[src_uri]
-
     def _link(self, source: PageSource):
         """Site path -> the `href` or `src` to write into `source`'s page (see `links`)."""
         base = source.url if self.links == "page" else posixpath.dirname(source.src_uri) + "/"
@@ -93,7 +81,9 @@ class Renderer:
         """The finished HTML page (theme and all): static pictures placed, the chart font preloaded,
         the theme's start-up moved ahead of the content (render/chrome.py)."""
         source = self.model.sources.get(src_uri)
-        output = self.chrome.apply(place(output, self._parts(src_uri) if source is not None else {}))
+        build = self.model.pages.get(src_uri) if source is not None else None
+        # What the page's figures put in it: static pictures and data tables (render/blocks.py).
+        output = self.chrome.apply(place(output, finished_parts(build.figures) if build else {}))
         if source is not None and f'class="{CLASS.static}"' in output:
             # The chart font, early: static pictures are laid out for it.
             fonts = "".join(f'<link rel="preload" href="{relative_url(f"{ASSETS}/{path}", source.url)}" '

@@ -27,7 +27,7 @@ def rows() -> Columns:
     data = estimate.load()
     fitted = estimate.fit(data)
     out: dict[str, list] = {k: [] for k in ("id", "kind", "split", "setup", "engine", "measured", "floor",
-                                            "estimate", "low", "high", "ratio", "inside", "source", "est_floor",
+                                            "estimate", "low", "high", "ratio", "band", "source", "est_floor",
                                             "meas_floor", "low_floor", "high_floor")}
     for m in data.rows:
         label, _, scale = KINDS[m.kind]
@@ -43,7 +43,7 @@ def rows() -> Columns:
         out["low"].append(low * scale)
         out["high"].append(high * scale)
         out["ratio"].append(m.value / est)
-        out["inside"].append(INSIDE[bool(inside)])
+        out["band"].append(INSIDE[bool(inside)])
         out["source"].append(overlay.source(m))
         floor = m.price()
         for name, v in (("est_floor", est), ("meas_floor", m.value), ("low_floor", low), ("high_floor", high)):
@@ -59,7 +59,7 @@ class Measured(FigureKind):
     sliders: dict[str, Slider] = {}
     columns = {"id": "measurement", "kind": "kind", "split": "split", "setup": "setup", "engine": "engine",
                "measured": "measured (ms or tokens/s)", "floor": "floor", "estimate": "estimate",
-               "low": "band low", "high": "band high", "ratio": "measured / estimate", "inside": "in the band",
+               "low": "band low", "high": "band high", "ratio": "measured / estimate", "band": "in the band",
                "source": "source", "est_floor": "estimate / floor", "meas_floor": "measured / floor",
                "low_floor": "band low / floor", "high_floor": "band high / floor"}
 
@@ -85,7 +85,7 @@ class Measured(FigureKind):
                 alt.Tooltip("estimate:Q", title="estimate", format=",.4~g"),
                 alt.Tooltip("floor:Q", title="floor", format=",.4~g"),
                 alt.Tooltip("ratio:Q", title="measured / estimate", format=".2f"),
-                alt.Tooltip("inside:N", title="band")]
+                alt.Tooltip("band:N", title="band")]
         points = base.mark_point(size=70, strokeWidth=2).encode(
             x=x, y=y,
             color=alt.Color("kind:N", title=None, scale=alt.Scale(domain=kinds, range=colours),
@@ -94,7 +94,7 @@ class Measured(FigureKind):
                                                                    range=["circle", "square"]),
                             legend=alt.Legend(orient="bottom")),
             fill=alt.Fill("kind:N", scale=alt.Scale(domain=kinds, range=colours), legend=None),
-            fillOpacity=alt.condition(filled("inside"), alt.value(1), alt.value(0)),
+            fillOpacity=alt.condition(filled(), alt.value(1), alt.value(0)),
             tooltip=tips)
         return alt.layer(*bands, agree, points).properties(height=420)
 
@@ -105,7 +105,7 @@ class Measured(FigureKind):
             fmt = (lambda v: f"{v:,.2f} ms") if unit == "ms" else (lambda v: f"{v:,.0f} tokens/s")
             out.append([str(cols["setup"][i]), str(cols["engine"][i]), str(cols["split"][i]), fmt(cols["measured"][i]),
                         fmt(cols["floor"][i]), fmt(cols["estimate"][i]), f"{cols['ratio'][i]:.2f}",
-                        str(cols["inside"][i])])
+                        str(cols["band"][i])])
         return TableView(
             caption=("Every published measurement of models/measurements.yaml: its setup, what it measured, the "
                      "floor (no inefficiency), the fitted estimate, their ratio and whether it lies in the band"),
@@ -120,4 +120,4 @@ class Measured(FigureKind):
     def facts(self, cols: Columns, at: np.ndarray, r: Resolved, position: dict[str, float]) -> dict[str, str]:
         held = cols["split"] == SPLITS["held-out"]
         return {"n": f"{len(cols['id'])}", "training": f"{int((~held).sum())}", "held": f"{int(held.sum())}",
-                "held_in": f"{int((held & (cols['inside'] == INSIDE[True])).sum())}"}
+                "held_in": f"{int((held & (cols['band'] == INSIDE[True])).sum())}"}

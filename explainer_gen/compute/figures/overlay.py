@@ -41,12 +41,12 @@ INSIDE = {True: "inside", False: "outside"}
 KEY = "Measured: a ring was fitted on, a square held out (filled when inside its band)"
 
 
-def filled(band_column: str) -> str:
+def filled() -> str:
     """The one rule by which a measured point is filled, on every figure that draws measurements
     (this module's, and the measurements page's): a held-out point lying inside its band. A
     training point is inside its band by construction, so it is drawn as a ring, and a held-out
     one drawn where a training one is shows inside it."""
-    return f"datum.split == '{SPLITS['held-out']}' && datum.{band_column} == '{INSIDE[True]}'"
+    return f"datum.split == '{SPLITS['held-out']}' && datum.band == '{INSIDE[True]}'"
 
 
 def describe(m: estimate.Measurement) -> str:
@@ -183,7 +183,7 @@ def layers(base: alt.Chart, x: alt.X, y: Callable[[str], alt.Y], y_column: str, 
         size=alt.Size("split:N", scale=alt.Scale(domain=domain, range=[220, 70]), legend=None),
         shape=alt.Shape("split:N", scale=alt.Scale(domain=domain, range=["circle", "square"]), legend=None),
         fill=alt.value(colour("fg")),
-        fillOpacity=alt.condition(filled("band"), alt.value(1), alt.value(0)),
+        fillOpacity=alt.condition(filled(), alt.value(1), alt.value(0)),
         tooltip=tooltip(value_title, fmt)))
     out.append(measured.transform_window(rank="row_number()").transform_filter("datum.rank == 1")
                .transform_calculate(key=f"'{KEY}'")
