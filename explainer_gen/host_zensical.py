@@ -305,6 +305,10 @@ def serve(config_file: Path, zensical: str, address: str = "127.0.0.1:8000", int
               f" in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
         return ok
 
+    # What is on disk as serving starts, taken before the first build: an edit made while that
+    # build runs, or while the server starts, is then seen as an edit and builds again.
+    paths = watched(config_file)
+    seen = snapshot(paths)
     rebuild()
     host, _, port = address.rpartition(":")
     handler = functools.partial(_ReloadingHandler, directory=str(site_dir))
@@ -313,8 +317,6 @@ def serve(config_file: Path, zensical: str, address: str = "127.0.0.1:8000", int
     threading.Thread(target=server.serve_forever, daemon=True).start()
     print(f"explainer: serving {site_dir} at http://{host or '127.0.0.1'}:{server.server_address[1]}/",
           file=sys.stderr, flush=True)
-    paths = watched(config_file)
-    seen = snapshot(paths)
     try:
         while True:
             time.sleep(interval)
