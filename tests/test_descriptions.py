@@ -74,13 +74,27 @@ def test_one_polite_announcement_after_a_pause(browser, base_url):
     from explainer_gen.compute.figures.tokens import TokenTimeline
     a = TokenTimeline.sliders["a"]
     slider = page.locator(".eg-figure").first.get_by_role("slider", name="Acceptance rate")
+    # The page's own clock, not the test's: a loaded machine may stretch the gaps between key
+    # presses, but each announcement must still come a pause (500 ms) after the input before it.
+    page.evaluate("""() => {
+      window.__eg = {inputs: [], said: []};
+      addEventListener("input", () => __eg.inputs.push(performance.now()), true);
+      new MutationObserver(() => __eg.said.push([performance.now(), document.querySelector('.eg-announce').textContent]))
+        .observe(document.querySelector('.eg-announce'), {childList: true, characterData: true, subtree: true});
+    }""")
     slider.focus()
     for _ in range(3):
         page.keyboard.press("ArrowLeft")
         page.wait_for_timeout(100)
-    assert region.text_content() == ""  # nothing while the reader is still moving
-    page.wait_for_function("() => document.querySelector('.eg-announce').textContent !== ''", timeout=3000)
-    said = region.text_content()
+    page.wait_for_function("() => __eg.said.length && performance.now() - __eg.inputs.at(-1) > 1500", timeout=8000)
+    log = page.evaluate("() => __eg")
+    assert len(log["inputs"]) == 3
+    for when, _ in log["said"]:  # nothing while the reader is still moving
+        assert when - max(t for t in log["inputs"] if t < when) >= 500, log
+    after = [text for when, text in log["said"] if when > log["inputs"][-1]]
+    assert len(after) == 1, log  # one announcement once they stop
+    said = after[0]
+    assert said == region.text_content()
     assert f"{a.default - 3 * a.step:.0%}" in said  # the sentence whose acceptance number changed, at its new value
     # Hover cards are not read out as part of a sentence.
     assert "gamma" not in said and "Leviathan" not in said

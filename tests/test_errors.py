@@ -104,7 +104,7 @@ MORE_CASES = {
     "slider value of the wrong type": ("# T\n\n```explainer\nfigure: speedup-vs-batch\nsliders:\n  a:\n    max: high\n```\n",
                                        7, ["slider max must be a number, got 'high'"]),
     "inline number that is infinite": (
-        "---\nexplainer:\n  sliders:\n    a: {label: A, min: 0.1, max: 0.9, step: 0.1, default: 0.3}\n---\n\n"
+        "---\nexplainer:\n  sliders:\n    a: {label: A, min: 0.1, max: 0.9, step: 0.1, default: 0.3, dimension: ratio}\n---\n\n"
         "# T\n\nIt is {{ 1 / (a - 0.5) | .1f }}.\n", 9, ["is inf at a=0.5"]),
     "invalid math": ("# T\n\nText.\n\n```math\n\\frac{1}{\n```\n", 6, ["math fence", "is not valid LaTeX"]),
     "slider named like a Vega signal": ("---\nexplainer:\n  sliders:\n    width: {label: W, min: 1, max: 2, step: 1, default: 1}\n---\n\n# T\n", 4,

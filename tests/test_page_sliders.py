@@ -22,7 +22,7 @@ P_MIN, P_MAX, P_STEP, P_DEFAULT = 0.5, 0.9, 0.1, 0.6
 PROSE_ONLY = f"""---
 explainer:
   sliders:
-    p: {{label: {LABEL}, min: {P_MIN}, max: {P_MAX}, step: {P_STEP}, default: {P_DEFAULT}}}
+    p: {{label: {LABEL}, min: {P_MIN}, max: {P_MAX}, step: {P_STEP}, default: {P_DEFAULT}, dimension: ratio}}
 ---
 
 # Prose only
@@ -33,7 +33,7 @@ A lookahead of {LOOKAHEAD} yields <span id="yield">{{{{ E(p, {LOOKAHEAD}) | .3f 
 UNUSED = """---
 explainer:
   sliders:
-    p: {label: Used, min: 0.5, max: 0.9, step: 0.1, default: 0.6}
+    p: {label: Used, min: 0.5, max: 0.9, step: 0.1, default: 0.6, dimension: ratio}
     q: {label: Unused, min: 1, max: 8, step: 1, default: 4}
 ---
 
@@ -48,7 +48,7 @@ WITH_FIGURE = f"""---
 explainer:
   sliders:
     a: {{label: Acceptance rate, min: 0.05, max: 0.95, step: 0.05, default: 0.8}}
-    p: {{label: {LABEL}, min: {P_MIN}, max: {P_MAX}, step: {P_STEP}, default: {P_DEFAULT}}}
+    p: {{label: {LABEL}, min: {P_MIN}, max: {P_MAX}, step: {P_STEP}, default: {P_DEFAULT}, dimension: ratio}}
 ---
 
 # With a figure

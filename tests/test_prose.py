@@ -129,7 +129,7 @@ def test_a_choice_outside_the_allowed_syntax_says_what_is_allowed():
 
 BUILD_CASES = {
     "phrase and number mixed": (
-        "---\nexplainer:\n  sliders:\n    r: {label: R, min: 1, max: 3, step: 1, default: 2}\n---\n\n"
+        "---\nexplainer:\n  sliders:\n    r: {label: R, min: 1, max: 3, step: 1, default: 2, dimension: count}\n---\n\n"
         "# T\n\nIt runs {{ \"fast\" if r > 1 else r }} here.\n", 9, ["inline choice", "one outcome is a phrase"]),
     "misspelt unit taken for a noun": ("# T\n\nIt takes {{ step(1) | .1f mss }}.\n", 3,
                                        ["unknown unit 'mss'", "'ms'", "singular/plural"]),

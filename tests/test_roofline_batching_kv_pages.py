@@ -27,7 +27,7 @@ PAGES = ("roofline", "batching", "kv-cache")  # the pages this file is about
 PUBLISHED = yaml.safe_load((REPO / "models" / "published.yaml").read_text())
 # The unit table, written out here rather than imported: factor on the SI value, then suffix.
 UNITS = {"": (1, ""), "ms": (1e3, "\u00a0ms"), "us": (1e6, "\u00a0µs"), "GB": (1e-9, "\u00a0GB"),
-         "B": (1, "\u00a0bytes"), "TB/s": (1e-12, "\u00a0TB/s"), "TFLOP/s": (1e-12, "\u00a0TFLOP/s"),
+         "B": (1, "\u00a0bytes"), "GB/s": (1e-9, "\u00a0GB/s"), "TB/s": (1e-12, "\u00a0TB/s"), "TFLOP/s": (1e-12, "\u00a0TFLOP/s"),
          "x": (1, "×"), "%": (100, "%")}
 
 
@@ -198,8 +198,11 @@ def test_roofline_numbers(site, cat, scenario):
         # Held against read: the untied input embedding is looked up, not read whole.
         "Llama 3 70B", show(target.weight_bytes(), ".1f", "GB"), show(target.read_bytes(), ".1f", "GB"),
         # Two all-reduces a layer and the embedding's, their one-way rate behind NVSwitch, the assumed latency.
-        show(161, "d"), show(450, ".0f"), "all the links of a card, which reach every other card through a switch",
-        show(10, ".0f"), show(st(1).comm_s / st(1).seconds, ".0%"),
+        show(161, "d"), show(450e9, ".0f", "GB/s"), "all the links of a card, which reach every other card through a switch",
+        show(10e-6, ".0f", "us"), show(st(1).comm_s / st(1).seconds, ".0%"),
+        # The range the catalogue declares for that latency, in µs at both ends (the high end was
+        # once shown a million times over: 23000000 µs).
+        *[show(end * 1e-6, ".0f", "us") for end in acc.allreduce_range_us],
     ]
     assert_shown(numbers_in(article(page_html(site, "roofline"))), expected)
     # The issue's own check: under one percent of the tensor cores at batch one.

@@ -18,7 +18,9 @@ from explainer_gen.sources.controls import Scenario
 from explainer_gen.compute.numbers import evaluate, parse_expr
 from explainer_gen.compute.pages import build_page
 from explainer_gen.compute.vocabulary import DEPENDENCIES, REGISTRY, Registry, Term, TermError, Topic
-from explainer_gen.compute.vocabulary.registry import check
+from explainer_gen.compute.vocabulary.registry import Returns, check
+
+SOME = Returns("ratio", "a value a test makes up")
 from helpers import REPO
 from models import kvcache
 from models.yamlsource import SourceError
@@ -39,7 +41,7 @@ def test_depends_has_no_default_so_every_term_declares_it():
     with pytest.raises(TypeError, match="depends"):
         topic.term(lambda: 1)  # a bare @topic.term
     with pytest.raises(TypeError, match="every term declares what it reads"):
-        topic.term(lambda: 1, depends=())
+        topic.term(lambda: 1, depends=(), returns=SOME)
 
 
 def test_every_name_an_expression_may_call_is_a_declared_term(cat):
@@ -99,13 +101,13 @@ _peek.calls = []
 def test_a_term_declared_scenario_free_that_takes_the_scenario_is_refused_where_it_is_defined():
     topic = Topic("scratch")
     with pytest.raises(TermError) as err:
-        topic.term(depends=())(_peek)
+        topic.term(depends=(), returns=SOME)(_peek)
     message = str(err.value)
     assert message.startswith(f"tests/test_vocabulary.py:{_peek.__code__.co_firstlineno}: term '_peek' takes a "
                               "parameter 'scenario' but does not declare it: declare depends=('scenario',)")
     assert "_peek" not in topic.terms
     # Declared, the same function is accepted, and is handed the scenario.
-    topic.term(depends=("scenario",))(_peek)
+    topic.term(depends=("scenario",), returns=SOME)(_peek)
     assert topic.terms["_peek"].depends == ("scenario",)
 
 
@@ -114,7 +116,7 @@ def test_a_term_declared_scenario_free_that_closes_over_a_scenario_is_refused(ca
     topic = Topic("scratch")
 
     def terms_for(r):
-        @topic.term(depends=())
+        @topic.term(depends=(), returns=SOME)
         def ridge():
             return r.acc.ridge
         return ridge
@@ -133,13 +135,13 @@ def test_declarations_that_do_not_match_the_function_are_refused(depends, params
     namespace: dict = {}
     exec(f"def term_under_test({params}):\n    return 0\n", namespace)
     with pytest.raises(TermError, match=needle):
-        Topic("scratch").term(depends=depends)(namespace["term_under_test"])
+        Topic("scratch").term(depends=depends, returns=SOME)(namespace["term_under_test"])
 
 
 def test_a_name_defined_twice_is_refused():
     one, two = Topic("one"), Topic("two")
-    one.add("max", np.maximum, depends=())
-    two.add("max", np.fmax, depends=())
+    one.add("max", np.maximum, depends=(), returns=SOME)
+    two.add("max", np.fmax, depends=(), returns=SOME)
     with pytest.raises(TermError, match="'max' of two is already defined by one"):
         Registry(one, two)
 
@@ -172,7 +174,7 @@ def test_a_number_of_scenario_free_terms_is_evaluated_once_without_a_scenario(mo
     """Positive control: declared, the term follows the switch; the same page with only
     scenario-free terms is evaluated once, and given no scenario."""
     _peek.calls = []
-    _scratch_registry(monkeypatch, Term("peek", _peek, ("scenario",), "scratch"))
+    _scratch_registry(monkeypatch, Term("peek", _peek, ("scenario",), "scratch", SOME))
     page = build_page(PAGE, "docs/p.md", cat, _no_figures, 10**9)
     (number,) = page.numbers.values()
     assert number.deps == ["scenario"] and number.texts == ["80", "192"]
@@ -185,7 +187,7 @@ def test_a_number_of_scenario_free_terms_is_evaluated_once_without_a_scenario(mo
         return 7.0
 
     monkeypatch.setattr(vocab, "REGISTRY", Registry(*vocab.TOPICS))
-    vocab.REGISTRY.terms["peek"] = Term("peek", free, (), "scratch")
+    vocab.REGISTRY.terms["peek"] = Term("peek", free, (), "scratch", SOME)
     (number,) = build_page(PAGE, "docs/p.md", cat, _no_figures, 10**9).numbers.values()
     assert number.deps == [] and number.default == "7" and seen == [()]
 
@@ -196,7 +198,7 @@ def test_a_term_wrongly_declared_scenario_free_fails_the_build_at_the_number(mon
     frozen at the default scenario's value: it is given no scenario, so the page fails to build,
     at the number's line, naming the function."""
     _peek.calls = []
-    _scratch_registry(monkeypatch, Term("peek", _peek, (), "scratch"))
+    _scratch_registry(monkeypatch, Term("peek", _peek, (), "scratch", SOME))
     with pytest.raises(SourceError) as err:
         build_page(PAGE, "docs/p.md", cat, _no_figures, 10**9)
     message = str(err.value)
@@ -208,8 +210,9 @@ def test_a_wrong_declaration_in_a_topic_module_fails_the_import_that_starts_ever
     """A topic module with a wrong declaration cannot even be imported (the plugin imports the
     vocabulary before it reads a page), and the error names its file, line and function."""
     module = tmp_path / "scratch_topic.py"
-    module.write_text("from explainer_gen.compute.vocabulary.registry import Topic\n\ntopic = Topic('scratch')\n\n\n"
-                      "@topic.term(depends=())\ndef memory_per_card(scenario):\n    return scenario.acc.memory_bytes\n")
+    module.write_text("from explainer_gen.compute.vocabulary.registry import Returns, Topic\n\ntopic = Topic('scratch')\n\n\n"
+                      "@topic.term(depends=(), returns=Returns('bytes', 'memory of one card'))\n"
+                      "def memory_per_card(scenario):\n    return scenario.acc.memory_bytes\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(TermError) as err:
         importlib.import_module("scratch_topic")

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from models.units import COUNT, NAMED, RATIO, UNITS, Dim, fits, units_for
 from models.yamlsource import SourceError, closest
 
 from .timing import Timing
@@ -30,15 +31,8 @@ from ..sources.scan import prose_matches
 # loader receives it with the rest of the contract's facts (client/contract.facts).
 SCENARIO_DEP = "scenario"
 INLINE = re.compile(r"\{\{(?P<body>[^{}\n]*?)\}\}")
+_OPEN = re.compile(r"\{\{")
 
-# Unit suffix -> factor applied to the SI value, and the text shown after the number.
-UNITS: dict[str, tuple[float, str]] = {
-    "s": (1.0, "\u00a0s"), "ms": (1e3, "\u00a0ms"), "us": (1e6, "\u00a0µs"), "µs": (1e6, "\u00a0µs"),
-    "B": (1.0, "\u00a0bytes"), "KB": (1e-3, "\u00a0KB"), "MB": (1e-6, "\u00a0MB"), "GB": (1e-9, "\u00a0GB"),
-    "TB": (1e-12, "\u00a0TB"), "KiB": (1 / 1024, "\u00a0KiB"), "GiB": (1 / 2**30, "\u00a0GiB"),
-    "GB/s": (1e-9, "\u00a0GB/s"), "TB/s": (1e-12, "\u00a0TB/s"), "TFLOP/s": (1e-12, "\u00a0TFLOP/s"),
-    "x": (1.0, "×"), "%": (100.0, "%"),
-}
 _COMPARE: dict[type, Callable] = {ast.Eq: np.equal, ast.NotEq: np.not_equal, ast.Lt: np.less,
                                   ast.LtE: np.less_equal, ast.Gt: np.greater, ast.GtE: np.greater_equal}
 _ALLOWED = (ast.Expression, ast.Call, ast.Name, ast.Attribute, ast.Load, ast.Constant, ast.BinOp, ast.UnaryOp,
@@ -97,6 +91,7 @@ class Format:
     many: str = ""   # and its plural, shown otherwise ("0 requests", "1.0 requests")
     given: bool = True  # whether the author wrote a format at all
     unbounded: str = ""  # the words shown for an infinite value (`| ,d or "never"`); none: inf is an error
+    unit: str = ""   # the unit named, a key of models.units.UNITS
 
     def __call__(self, value: float) -> str:
         if self.unbounded and value == float("inf"):
@@ -186,7 +181,7 @@ def parse_format(text: str, path: str, line: int) -> Format:
     if one and not spec:
         raise SourceError(path, line, f"the noun {one!r} in format {text!r} needs a number format before it, "
                           f"such as 'd {unit}' or ',d {unit}'")
-    factor, suffix = UNITS.get(unit, (1.0, ""))
+    factor, suffix = (UNITS[unit].factor, UNITS[unit].suffix) if unit in UNITS else (1.0, "")
     spec = spec or ".3g"
     try:
         format(1 if spec.endswith(("d", "n")) else 1.5, spec)
@@ -198,7 +193,7 @@ def parse_format(text: str, path: str, line: int) -> Format:
         raise SourceError(path, line, f"invalid format spec {spec!r}: {exc}; "
                           f"use a Python format such as .1f, .0f, ,.0f or .2%, then an optional unit "
                           f"or noun") from None
-    return Format(spec, factor, suffix, one, many, unbounded=unbounded)
+    return Format(spec, factor, suffix, one, many, unbounded=unbounded, unit=unit if unit in UNITS else "")
 
 
 _UNBOUNDED = re.compile(r'\s+or\s+"(?P<words>[^"]*)"\s*$')
@@ -233,11 +228,21 @@ def split_body(body: str) -> tuple[str, str]:
     return body.strip(), ""
 
 
-def find_inline(lines: list[str], skip: set[int]) -> Iterator[Inline]:
-    """Every inline number outside fenced blocks (`skip`, 0-based) and code spans."""
+def find_inline(lines: list[str], skip: set[int], path: str = "") -> Iterator[Inline]:
+    """Every inline number outside fenced blocks (`skip`, 0-based) and code spans. A `{{` left
+    over once the line's numbers are taken out is one never closed on its line: it fails there
+    (a page would otherwise show the raw braces)."""
+    found: dict[int, list[re.Match]] = {}
     for line, m in prose_matches(lines, skip, INLINE, "{{"):
-        expr, fmt = split_body(m.group("body"))
-        yield Inline(line, m.start(), m.end(), expr, fmt)
+        found.setdefault(line, []).append(m)
+    for line, m in prose_matches(lines, skip, _OPEN, "{{"):
+        if not any(n.start() <= m.start() < n.end() for n in found.get(line, [])):
+            raise SourceError(path, line, f"'{{{{' at column {m.start() + 1} is never closed on its line: "
+                              "an inline number is {{ expression }} or {{ expression | format }} on one line")
+    for line in sorted(found):
+        for m in found[line]:
+            expr, fmt = split_body(m.group("body"))
+            yield Inline(line, m.start(), m.end(), expr, fmt)
 
 
 @dataclass(frozen=True)
@@ -311,6 +316,167 @@ def parse_expr(text: str, functions: set[str], sliders: dict[str, Slider], path:
         elif isinstance(node, ast.Constant) and not isinstance(node.value, (int, float, str)):
             raise SourceError(path, line, f"inline number {text!r}: only numbers and strings may be literals")
     return Expr(tree, tuple(n for n in sliders if n in used), frozenset(calls))
+
+
+# A noun that is itself the SI unit of a dimension: "1 byte", "2 bytes" count bytes, not things.
+_UNIT_NOUNS: dict[str, Dim] = {"byte": NAMED["bytes"], "bytes": NAMED["bytes"],
+                               "second": NAMED["time"], "seconds": NAMED["time"]}
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What an inline number's expression gives, known before it runs: a number of a dimension
+    (models/units.py) whose SI value is the number times `scale`, a phrase ("text"), a condition
+    ("bool"), or a number whose dimension the vocabulary does not state ("unknown": a figure as a
+    file publishes it). `literal`: a number written in the expression, which takes the dimension of
+    what it is added to or compared with (`1 - a`, `step(1) > 0.01`) and is a ratio otherwise."""
+
+    kind: str
+    dim: Dim = RATIO
+    scale: float = 1.0
+    literal: bool = False
+
+    @property
+    def described(self) -> str:
+        if self.kind != "number":
+            return {"text": "a phrase", "bool": "a condition"}.get(self.kind, "a number of unstated dimension")
+        return quantity_phrase(self.dim) + (f" (in units of {self.scale:g} SI)" if self.scale != 1.0 else "")
+
+
+_UNKNOWN, _TEXT, _BOOL = Shape("unknown"), Shape("text"), Shape("bool")
+
+
+def quantity_phrase(dim: Dim) -> str:
+    """'a time', 'bytes', 'an intensity', 'seconds x bytes': a dimension as an error names it."""
+    name = dim.name
+    if name not in NAMED or name in ("bytes", "FLOP", "bytes per count"):
+        return name
+    return ("an " if name[0] in "aeiou" else "a ") + name
+
+
+def shape_of(expr: Expr, returns: dict[str, Any], sliders: dict[str, Slider], text: str, path: str,
+             line: int) -> Shape:
+    """The expression's shape from its terms' declared returns (vocabulary/registry.Returns) and
+    its sliders' dimensions, carried through its arithmetic: + - and comparisons need the same
+    dimension and scale on both sides; * and / multiply them; ** takes a whole literal power of a
+    dimensioned base. A mismatch fails at the number's line, naming both sides. Counts are
+    dimensionless here, as in SI: tokens, requests and cards are all counts, and a count over a
+    count (requests a card holds per request a token needs) cannot be told from a ratio, so +, -
+    and comparisons, like units, look past the count power."""
+    def fail(message: str) -> SourceError:
+        return SourceError(path, line, f"inline number {{{{ {text} }}}}: {message}")
+
+    def agree(a: Shape, b: Shape, node: ast.AST, doing: str) -> Shape:
+        if a.kind != "number" or b.kind != "number":
+            return a if a.kind == b.kind and a.kind != "number" else _UNKNOWN
+        if a.literal or b.literal:
+            return b if a.literal else a
+        if a.dim.uncounted != b.dim.uncounted or not np.isclose(a.scale, b.scale, rtol=1e-9):
+            raise fail(f"{doing} {a.described} and {b.described} in {ast.unparse(node)}; "
+                       "both sides must be the same quantity in the same units")
+        return a
+
+    def go(node: ast.AST) -> Shape:
+        if isinstance(node, ast.Expression):
+            return go(node.body)
+        if isinstance(node, ast.Constant):
+            return _TEXT if isinstance(node.value, str) else Shape("number", literal=True)
+        if isinstance(node, ast.Name):
+            slider = sliders[node.id]
+            if slider.dimension not in NAMED:
+                raise fail(f"slider {node.id!r} declares no dimension; give it one, as in "
+                           f"'dimension: count' ({', '.join(NAMED)})")
+            return Shape("number", NAMED[slider.dimension])
+        if isinstance(node, (ast.Attribute, ast.Call)):
+            name = dotted(node.func if isinstance(node, ast.Call) else node)
+            r = returns[name]
+            if isinstance(node, ast.Call) and r.dimension != "as its arguments":
+                for a in [*node.args, *(k.value for k in node.keywords)]:
+                    go(a)  # a term's arguments are checked too, though they make no dimension of its result
+            if r.dimension == "as its arguments":  # min, max, abs; round's second argument is its digits
+                args = [go(a) for a in node.args] if isinstance(node, ast.Call) else []
+                out = args[0] if args else _UNKNOWN
+                for a in ([] if name == "round" else args[1:]):
+                    out = agree(out, a, node, f"{name}() compares")
+                return out
+            if r.dimension == "as published":
+                return _UNKNOWN
+            if r.dim is None:
+                return _TEXT
+            return Shape("number", r.dim, float(r.scale))
+        if isinstance(node, ast.UnaryOp):
+            return _BOOL if isinstance(node.op, ast.Not) else go(node.operand)
+        if isinstance(node, (ast.Compare, ast.BoolOp)):
+            if isinstance(node, ast.Compare):
+                left = go(node.left)
+                for right in node.comparators:
+                    left = agree(left, go(right), node, "compares")
+            return _BOOL
+        if isinstance(node, ast.IfExp):
+            body, orelse = go(node.body), go(node.orelse)
+            if body.kind == "number" and orelse.kind == "number":
+                return agree(body, orelse, node, "chooses between")
+            return body if body.kind == orelse.kind else _UNKNOWN
+        if isinstance(node, ast.BinOp):
+            a, b = go(node.left), go(node.right)
+            if isinstance(node.op, (ast.Add, ast.Sub)):
+                return agree(a, b, node, "adds" if isinstance(node.op, ast.Add) else "subtracts")
+            if a.kind != "number" or b.kind != "number":
+                return _UNKNOWN
+            if isinstance(node.op, ast.Mult):
+                return Shape("number", a.dim * b.dim, a.scale * b.scale, a.literal and b.literal)
+            if isinstance(node.op, (ast.Div, ast.FloorDiv)):
+                return Shape("number", a.dim / b.dim, a.scale / b.scale, a.literal and b.literal)
+            if isinstance(node.op, ast.Pow):
+                if a.dim == RATIO and b.dim == RATIO:
+                    return Shape("number", RATIO, 1.0, a.literal and b.literal)
+                power = node.right.value if isinstance(node.right, ast.Constant) else None
+                if not (isinstance(power, (int, float)) and float(power).is_integer()):
+                    raise fail(f"raises {a.described} to {ast.unparse(node.right)}; a quantity with a "
+                               "dimension takes only a whole power written as a number")
+                return Shape("number", a.dim ** int(power), a.scale ** int(power))
+        return _UNKNOWN
+
+    return go(expr.tree)
+
+
+def fit_format(fmt: Format, shape: Shape, item: Inline, path: str) -> Format:
+    """`fmt` checked against the number's shape, with its factor taking the number's scale in: a
+    unit fits its dimension (counts aside: a time per token is shown in ms); a counted noun fits
+    only a dimensionless number, a count or a ratio of counts ("byte/bytes" and "second/seconds",
+    only bytes and a time); `%` and a percent
+    spec fit a ratio; a time, bytes or a rate of either, which have units, must name one. A
+    number whose dimension is not stated, or a phrase, is not checked here."""
+    if shape.kind != "number" or not fmt.given:
+        return fmt
+    dim, what = shape.dim, shape.described
+
+    def fail(message: str) -> SourceError:
+        return SourceError(path, item.line, f"inline number {{{{ {item.expr} | {item.fmt} }}}} is {what}: {message}")
+
+    def suggest() -> str:
+        if dim.uncounted == RATIO:
+            return ("a count takes a noun, as in 'd request', a ratio x or %, and either a spec alone, "
+                    "such as .2f")
+        if units_for(dim):
+            return f"use one of {', '.join(units_for(dim))}"
+        return f"no unit fits {dim.name}: give a spec alone, such as ',.0f', and say the unit in the prose"
+
+    if fmt.unit:
+        if not fits(dim, fmt.unit):
+            raise fail(f"{fmt.unit!r} is {quantity_phrase(UNITS[fmt.unit].dim)}; {suggest()}")
+        return replace(fmt, factor=fmt.factor * shape.scale)
+    if fmt.one:
+        wants = _UNIT_NOUNS.get(fmt.one, _UNIT_NOUNS.get(fmt.many, COUNT))
+        if dim.uncounted != wants.uncounted or (wants != COUNT and shape.scale != 1.0):
+            raise fail(f"{fmt.one!r} is read as a counted noun (it is not a unit), and a noun counts only "
+                       f"{'a count' if wants == COUNT else quantity_phrase(wants)}; {suggest()}")
+        return fmt
+    if fmt.spec.endswith("%") and dim.uncounted != RATIO:
+        raise fail(f"a percentage is of a ratio; {suggest()}")
+    if units_for(dim) and dim.uncounted != RATIO:
+        raise fail(f"it needs a unit: {suggest()}")
+    return fmt
 
 
 class ChoiceError(ValueError):

@@ -21,8 +21,9 @@ from ..sources.controls import FIELD, SCENARIO_FIELDS, Scenario, Slider, check_s
 from .resolved import Watched, default_scenario, resolve, unfit_reason
 from .figures import REGISTRY
 from .timing import Timing
-from .numbers import Across, Expr, NumberResult, compute_number, find_inline, parse_expr, parse_format, parse_marks
-from .vocabulary import scenario_free, simulated, vocabulary
+from .numbers import (Across, Expr, NumberResult, compute_number, find_inline, fit_format, parse_expr, parse_format,
+                      parse_marks, shape_of)
+from .vocabulary import returns as term_returns, scenario_free, simulated, vocabulary
 from ..sources.markdown import CHECKED_FENCES, FENCE_NAME, Fence, scan_fences, split_front_matter  # noqa: F401
 
 FIGURE_KEYS = ("figure", "caption", "scenario", "sliders")
@@ -243,13 +244,15 @@ def build_page(source: str, path: str, catalogue: Catalogue,
     functions = {k for k in unscoped if not k.startswith("__")}
     default_env = grid.index(controls.scenario)
     named: set[str] = set()  # the sliders inline numbers name
-    for item in find_inline(lines, inside):
+    returns = term_returns()
+    for item in find_inline(lines, inside, path):
         if item.key in page.numbers:
             continue
         expr: Expr = parse_expr(item.expr, functions, controls.sliders, path, item.line)
         named.update(expr.names)
         fmt_text, marks = parse_marks(item.fmt, path, item.line, tuple(assumed.ASSUMPTIONS) if assumed else None)
-        fmt = parse_format(fmt_text, path, item.line)
+        fmt = fit_format(parse_format(fmt_text, path, item.line),
+                         shape_of(expr, returns, controls.sliders, item.expr, path, item.line), item, path)
         number_id = f"n{len(page.numbers)}"
         # The terms it calls go with it: the cache key holds their code (site/store.Store.number_key),
         # and a choice of words's holds the assumptions' too, since it is checked across them.

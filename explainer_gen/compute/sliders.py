@@ -12,12 +12,12 @@ from ..sources.controls import Slider
 # The roofline, step-time and prefill-vs-decode figures: one prompt slider and one batch slider,
 # so that moving either on the roofline page moves every figure that shows it.
 PHASE_SLIDERS = {
-    "prompt": Slider("prompt", "Prompt length (tokens)", 128, 8192, 128, 2048),
-    "batch": Slider("batch", "Decode batch (requests)", 1, 513, 8, 1),
+    "prompt": Slider("prompt", "Prompt length (tokens)", 128, 8192, 128, 2048, "count"),
+    "batch": Slider("batch", "Decode batch (requests)", 1, 513, 8, 1, "count"),
 }
 
 # The serving figures, and the serving terms' defaults. RATE's positions are also the arrival rates
 # the latency and goodput figures draw along their x axis.
-RATE = Slider("rate", "Arrival rate (requests per second)", 4, 32, 4, 16)
-CHUNK = Slider("chunk", "Chunk size (positions per pass)", 512, 2048, 512, 512)
-PREFIX = Slider("prefix", "Share of each prompt already cached", 0.0, 0.6, 0.3, 0.0)
+RATE = Slider("rate", "Arrival rate (requests per second)", 4, 32, 4, 16, "rate")
+CHUNK = Slider("chunk", "Chunk size (positions per pass)", 512, 2048, 512, 512, "count")
+PREFIX = Slider("prefix", "Share of each prompt already cached", 0.0, 0.6, 0.3, 0.0, "ratio")

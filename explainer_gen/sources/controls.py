@@ -12,6 +12,7 @@ import numpy as np
 
 from models.catalogue import Catalogue, UnknownKey
 from models.precision import KV_FORMATS, WEIGHT_FORMATS
+from models.units import NAMED
 from models.yamlsource import SourceError, SourceMap, closest, line_of
 
 MAX_SLIDER_POSITIONS = 200
@@ -30,6 +31,10 @@ class Slider:
     max: float
     step: float
     default: float
+    # What it sets, by a name of models.units.NAMED ("count", "ratio", "rate", ...): an inline
+    # number that names the slider takes its dimension from it. "" until declared; a number that
+    # names a slider without one fails at its line.
+    dimension: str = ""
 
     @property
     def decimals(self) -> int:
@@ -62,6 +67,7 @@ def _positions(lo: float, step: float, count: int, decimals: int) -> np.ndarray:
 
 
 SLIDER_FIELDS = ("label", "min", "max", "step", "default")
+OPTIONAL_SLIDER_FIELDS = ("dimension",)
 
 
 def _number(raw: SourceMap, key: str, path: str) -> float:
@@ -75,12 +81,16 @@ def parse_slider(name: str, raw: Any, path: str, line: int, base: Slider | None)
     """Read one slider; any field left out comes from `base` (page or figure defaults)."""
     if not isinstance(raw, SourceMap):
         raise SourceError(path, line, f"slider {name!r} must be a mapping of {', '.join(SLIDER_FIELDS)}")
+    known = SLIDER_FIELDS + OPTIONAL_SLIDER_FIELDS
     for key in raw:
-        if key not in SLIDER_FIELDS:
-            raise SourceError(path, raw.line_of(key), f"unknown slider field {key!r}; {closest(key, SLIDER_FIELDS)}")
-    fields: dict[str, Any] = {} if base is None else {f: getattr(base, f) for f in SLIDER_FIELDS}
+        if key not in known:
+            raise SourceError(path, raw.line_of(key), f"unknown slider field {key!r}; {closest(key, known)}")
+    fields: dict[str, Any] = {} if base is None else {f: getattr(base, f) for f in known}
     for key in raw:
-        fields[key] = raw[key] if key == "label" else _number(raw, key, path)
+        fields[key] = raw[key] if key in ("label", "dimension") else _number(raw, key, path)
+    if fields.get("dimension", "") and fields["dimension"] not in NAMED:
+        raise SourceError(path, raw.line_of("dimension"), f"slider {name!r}: unknown dimension "
+                          f"{fields['dimension']!r}; {closest(str(fields['dimension']), list(NAMED))}")
     missing = [f for f in SLIDER_FIELDS if f not in fields]
     if missing:
         raise SourceError(path, raw.line, f"slider {name!r} misses {', '.join(missing)}")

@@ -48,8 +48,8 @@ class BatchSchedule(FigureKind):
     title = "Slot occupancy under static and continuous batching"
     reads = ("accelerator", "cards", "target", "context", "weights", "kv")
     sliders = {
-        "batch": Slider("batch", "Batch size (slots)", 4, 32, 4, 8),
-        "spread": Slider("spread", "Spread of output lengths", 0.0, 1.0, 0.1, 0.6),
+        "batch": Slider("batch", "Batch size (slots)", 4, 32, 4, 8, "count"),
+        "spread": Slider("spread", "Spread of output lengths", 0.0, 1.0, 0.1, 0.6, "ratio"),
     }
     columns = {"batch": "batch size", "spread": "spread of output lengths", "sched": "scheduler",
                "what": "row", "y0": "lane bottom", "y1": "lane top", "t0": "start (s)", "t1": "end (s)",

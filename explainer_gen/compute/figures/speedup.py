@@ -26,7 +26,7 @@ def batch_axis() -> tuple[alt.Scale, alt.X]:
 class SpeedupVsBatch(FigureKind):
     name = "speedup-vs-batch"
     title = "Speedup over plain decoding against batch size"
-    sliders = {"a": Slider("a", "Acceptance rate", 0.05, 0.95, 0.05, 0.8)}
+    sliders = {"a": Slider("a", "Acceptance rate", 0.05, 0.95, 0.05, 0.8, "ratio")}
     columns = {"a": "acceptance rate", "k": "lookahead k", "batch": "batch size",
                "speedup": "speedup over plain decoding", "fits": "fits in memory (1) or past the cap (0)",
                "cap": "memory cap (requests)"}

@@ -32,8 +32,8 @@ def _draws(a: tuple[float, ...], k: tuple[float, ...]) -> list[list[int]]:
 class TokenTimeline(FigureKind):
     name = "token-timeline"
     title = f"The same {N_TOKENS} tokens with and without speculation"
-    sliders = {"a": Slider("a", "Acceptance rate", 0.05, 0.95, 0.05, 0.8),
-               "k": Slider("k", "Lookahead", 1, 8, 1, 4)}
+    sliders = {"a": Slider("a", "Acceptance rate", 0.05, 0.95, 0.05, 0.8, "ratio"),
+               "k": Slider("k", "Lookahead", 1, 8, 1, 4, "count")}
     columns = {"a": "acceptance rate", "k": "lookahead k", "steps": "verify steps",
                "acc": "accepted guesses per step", "plain_ms": "plain step (ms)", "draft_ms": "draft step (ms)",
                "verify_ms": "verify pass (ms)", "plain_total_ms": "plain total (ms)",

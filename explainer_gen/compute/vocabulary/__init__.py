@@ -6,7 +6,8 @@ follows from those declarations, and a number that calls only scenario-free term
 in the vocabulary bound without a scenario, so it cannot read one.
 
 Every term broadcasts over numpy arrays, so one call covers a whole slider grid. Quantities are
-in SI units (seconds, bytes, FLOP/s); the format spec converts.
+in SI units (seconds, bytes, FLOP/s) unless the term declares a scale (`Returns`); the format's
+unit converts, and must fit the number's dimension (numbers.py).
 """
 from __future__ import annotations
 
@@ -16,19 +17,25 @@ from models.catalogue import Catalogue
 
 from ..resolved import Resolved
 from . import arithmetic, batching, kv, measured, papers, realistic, roofline, sampler, scenario, serving, speculative, trees
-from .registry import DEPENDENCIES, Registry, Term, TermError, Topic
+from .registry import AS_ARGUMENTS, AS_PUBLISHED, DEPENDENCIES, TEXT, Registry, Returns, Term, TermError, Topic
 
 TOPICS = (scenario.topic, roofline.topic, speculative.topic, batching.topic, kv.topic, papers.topic,
           realistic.topic, measured.topic, sampler.topic, serving.topic, trees.topic, arithmetic.topic)
 REGISTRY = Registry(*TOPICS)
 
-__all__ = ["DEPENDENCIES", "REGISTRY", "Registry", "Term", "TermError", "Topic", "scenario_free", "simulated", "vocabulary"]
+__all__ = ["AS_ARGUMENTS", "AS_PUBLISHED", "DEPENDENCIES", "REGISTRY", "Registry", "Returns", "TEXT", "Term", "TermError",
+           "Topic", "returns", "scenario_free", "simulated", "vocabulary"]
 
 
 def vocabulary(r: Resolved | None, catalogue: Catalogue) -> dict[str, Callable]:
     """Name -> function for inline numbers under scenario `r`; with None, only the terms that
     read no scenario run (the others raise)."""
     return REGISTRY.bind(r, catalogue)
+
+
+def returns() -> dict[str, Returns]:
+    """Name -> what each term returns (registry.Returns): its quantity, dimension and scale."""
+    return REGISTRY.returns()
 
 
 def simulated(names: Iterable[str]) -> list[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from models import estimate
 
-from .registry import Topic
+from .registry import AS_PUBLISHED, Returns, Topic
 
 topic = Topic("measured")
 
@@ -16,7 +16,7 @@ def _fitted() -> tuple[estimate.Measurements, estimate.Fitted]:
     return data, estimate.fit(data)
 
 
-@topic.term(depends=())
+@topic.term(depends=(), returns=Returns(AS_PUBLISHED, "fitted term of the estimate"))
 def fitted(term: str) -> float:
     """A fitted term of the estimate: a share ("bandwidth", "bf16", "fp8", "link"), a fixed cost in
     seconds ("pass_s", "layer_s") or the overlap of a kernel's reads and arithmetic ("overlap")."""
@@ -25,7 +25,7 @@ def fitted(term: str) -> float:
     return float(getattr(_fitted()[1].eff, term))
 
 
-@topic.term(depends=())
+@topic.term(depends=(), returns=Returns(AS_PUBLISHED, "centre of a fitted term's prior"))
 def prior_centre(term: str) -> float:
     """The centre of a term's prior, from a microbenchmark (models/measurements.yaml)."""
     priors = _fitted()[0].priors
@@ -34,7 +34,7 @@ def prior_centre(term: str) -> float:
     return priors[term][0]
 
 
-@topic.term(depends=())
+@topic.term(depends=(), returns=Returns("ratio", "edge of the measured / estimate band"))
 def band_edge(kind: str, edge: str) -> float:
     """The band of measured / estimate over the training measurements of a kind ("latency" or
     "throughput"): its "low" or its "high" edge, a ratio."""
@@ -44,7 +44,7 @@ def band_edge(kind: str, edge: str) -> float:
     return float(band[kind][0 if edge == "low" else 1])
 
 
-@topic.term(depends=())
+@topic.term(depends=(), returns=Returns("count", "measurements counted"))
 def measurements(split: str = "all", kind: str = "all", band: str = "all"):
     """How many measurements: of a split ("training", "held-out"), a kind ("latency",
     "throughput") and a place in the band ("inside", "outside"); "all" for any."""
@@ -68,14 +68,14 @@ def _measurement(key: str):
     raise ValueError(f"no measurement {key!r} in models/measurements.yaml")
 
 
-@topic.term(depends=())
+@topic.term(depends=(), returns=Returns("ratio", "measured over estimated"))
 def measured_ratio(key: str):
     """Measured over estimated for the measurement of that `id` in models/measurements.yaml."""
     m, fitted_ = _measurement(key)
     return m.value / m.price(fitted_.eff)
 
 
-@topic.term(depends=())
+@topic.term(depends=(), returns=Returns(AS_PUBLISHED, "measurement's value or setup argument"))
 def measured_value(key: str, what: str = "measured"):
     """A measurement's "measured" value, its "floor" or its "estimate", in SI units; for a
     throughput, "batch": the most requests the estimate runs at once (memory's limit); or one of
@@ -95,7 +95,7 @@ def measured_value(key: str, what: str = "measured"):
     return {"measured": m.value, "floor": m.price()}[what]
 
 
-@topic.term(depends=())
+@topic.term(depends=(), returns=Returns("ratio", "whether the fit pushed a term to its limit"))
 def at_limit(term: str) -> int:
     """1 when the fit pushed a term to the edge of its range (a share of 1, a fixed cost of 0, an
     overlap of 1), where the data cannot tell it from the others; else 0."""

@@ -7,13 +7,13 @@ from __future__ import annotations
 from models import estimate as fitted_estimate
 
 from ..resolved import Resolved
-from .registry import Topic
+from .registry import Returns, Topic
 from .speculative import priced_speedup
 
 topic = Topic("realistic")
 
 
-@topic.term(depends=("scenario",))
+@topic.term(depends=("scenario",), returns=Returns("time", "estimated time of one decode pass"))
 def estimate(scenario: Resolved, tokens=1, which: str = "target", context=None, weights=None, on=None):
     """The estimated time of the decode pass `step(tokens, which, context, weights)` floors, on the
     scenario's cards or on `on` of them, seconds."""
@@ -21,7 +21,7 @@ def estimate(scenario: Resolved, tokens=1, which: str = "target", context=None, 
     return st.at(fitted_estimate.fitted().eff)
 
 
-@topic.term(depends=("scenario",))
+@topic.term(depends=("scenario",), returns=Returns("ratio", "speedup with every pass at its estimate"))
 def speedup_estimate(scenario: Resolved, a, k, batch=1, on=None):
     """The speedup with every pass at its estimate, the draft split over the cards (or on `on`)."""
     return priced_speedup(scenario, a, k, batch, None, None, on, fitted_estimate.fitted().eff)

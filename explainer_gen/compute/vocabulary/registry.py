@@ -20,6 +20,15 @@ a term to read the scenario is therefore to declare it. A number that calls only
 terms is evaluated once, in the vocabulary bound without a scenario (`Registry.bind(None, ...)`),
 where any term that declares the scenario refuses to run.
 
+Every term also declares what it returns (`returns=`, a `Returns`): its quantity in words and
+its dimension by name (models/units.py: "time", "bytes", "count", "ratio", "rate", ...), with
+the scale of its value when that is not SI ("time" at 1e-6 for microseconds). An inline number's
+dimension follows from its terms' and sliders' through its arithmetic, and its format must fit it
+(compute/numbers.py). Three returns are not a dimension: `TEXT` (a name or a phrase), `AS_ARGUMENTS`
+(min, max, abs, round: the dimension of what they are given) and `AS_PUBLISHED` (a figure read
+from a file, or a setting, whose dimension follows the field an argument names: `published`,
+`fitted`, `measured_value`; a number calling one is not checked).
+
 A term defined inside a class is named by its qualified name, `chen.c` for `c` in `class chen`:
 the class is only a namespace, never instantiated, and the expression writes `chen.c` or
 `chen.speedup(0)` (see numbers.py: `a.b` without a call is `a.b()`).
@@ -35,7 +44,8 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from models.yamlsource import SourceError
+from models.units import NAMED, Dim
+from models.yamlsource import SourceError, closest
 
 SCENARIO = "scenario"
 CATALOGUE = "catalogue"
@@ -60,12 +70,33 @@ def _where(fn: Callable) -> tuple[str, int]:
     return path.as_posix(), code.co_firstlineno
 
 
+TEXT, AS_ARGUMENTS, AS_PUBLISHED = "text", "as its arguments", "as published"
+_KINDS = (TEXT, AS_ARGUMENTS, AS_PUBLISHED)
+
+
+@dataclass(frozen=True)
+class Returns:
+    """What a term returns: `words` (the quantity: "time of one decode pass, at its floor"), the
+    `dimension` by name (a key of models.units.NAMED, or TEXT, AS_ARGUMENTS or AS_PUBLISHED),
+    and `scale`, the SI value of one unit of the number returned (1e-6 for microseconds)."""
+
+    dimension: str
+    words: str
+    scale: float = 1.0
+
+    @property
+    def dim(self) -> Dim | None:
+        """The dimension, or None for the three kinds that are not one."""
+        return NAMED.get(self.dimension)
+
+
 @dataclass(frozen=True)
 class Term:
     name: str                  # as written in an expression: "step", "chen.c"
     fn: Callable
     depends: tuple[str, ...]   # a subsequence of DEPENDENCIES
     topic: str                 # the module that defines it
+    returns: Returns
     # Whether it runs a simulation: a choice of words calling it is not rerun across the assumed
     # constants' ranges (compute/assumptions.py), which would rerun the simulation at every point.
     simulated: bool = False
@@ -94,6 +125,17 @@ def check(term: Term) -> None:
     """Fail, at the function's file and line, if the declaration cannot be what the function reads."""
     fn, name = term.fn, term.name
     path, line = _where(fn)
+    r = term.returns
+    if not isinstance(r, Returns):
+        raise TermError(path, line, f"term {name!r}: returns={r!r}; declare returns=Returns(dimension, words)")
+    if r.dimension not in NAMED and r.dimension not in _KINDS:
+        raise TermError(path, line, f"term {name!r} returns an unknown dimension {r.dimension!r}; "
+                        f"{closest(r.dimension, [*NAMED, *_KINDS])}")
+    if not (isinstance(r.words, str) and r.words.strip()):
+        raise TermError(path, line, f"term {name!r}: say in words what it returns (Returns(..., words))")
+    if not (isinstance(r.scale, (int, float)) and r.scale > 0) or (r.scale != 1.0 and r.dim is None):
+        raise TermError(path, line, f"term {name!r}: scale {r.scale!r} must be a positive number, "
+                        f"and 1 for {r.dimension!r}")
     unknown = [d for d in term.depends if d not in DEPENDENCIES]
     if unknown or list(term.depends) != [d for d in DEPENDENCIES if d in term.depends]:
         raise TermError(path, line, f"term {name!r}: depends={term.depends!r}; each dependency is one of "
@@ -132,25 +174,27 @@ class Topic:
         self.name = name
         self.terms: dict[str, Term] = {}
 
-    def term(self, name: str | None = None, *, depends: Iterable[str],
+    def term(self, name: str | None = None, *, depends: Iterable[str], returns: Returns,
              simulated: bool = False) -> Callable[[Callable], Callable]:
         """Register the decorated function as a term, under `name` or its qualified name.
 
-        `depends` has no default: every term says what it reads (see the module's docstring);
-        `simulated`, that it runs a simulation (see `Term`)."""
+        `depends` and `returns` have no default: every term says what it reads and what it gives
+        (see the module's docstring); `simulated`, that it runs a simulation (see `Term`)."""
         if callable(name):
             raise TypeError("write @topic.term(depends=...) or @topic.term('name', depends=...): "
                             "every term declares what it reads")
 
         def register(fn: Callable) -> Callable:
-            self.add(name or fn.__qualname__.rpartition("<locals>.")[2], fn, depends=depends, simulated=simulated)
+            self.add(name or fn.__qualname__.rpartition("<locals>.")[2], fn, depends=depends, returns=returns,
+                     simulated=simulated)
             return fn
         return register
 
-    def add(self, name: str, fn: Callable, *, depends: Iterable[str], simulated: bool = False) -> None:
+    def add(self, name: str, fn: Callable, *, depends: Iterable[str], returns: Returns,
+            simulated: bool = False) -> None:
         if isinstance(depends, str):  # depends="scenario": a string is not a tuple of names
             depends = (depends,)
-        term = Term(name, fn, tuple(depends), self.name, simulated)
+        term = Term(name, fn, tuple(depends), self.name, returns, simulated)
         check(term)
         if name in self.terms:
             path, line = _where(fn)
@@ -174,6 +218,10 @@ class Registry:
     def bind(self, scenario: Any, catalogue: Any) -> dict[str, Callable]:
         """Name -> function for inline numbers under `scenario` (None: scenario-free terms only run)."""
         return {name: term.bind(scenario, catalogue) for name, term in self.terms.items()}
+
+    def returns(self) -> dict[str, Returns]:
+        """Name -> what the term returns, for every term."""
+        return {name: term.returns for name, term in self.terms.items()}
 
     def simulated(self, names: Iterable[str]) -> list[str]:
         """Those of `names` that run a simulation."""

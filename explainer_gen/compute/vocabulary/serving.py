@@ -11,7 +11,7 @@ from models import serving
 
 from ..resolved import Resolved
 from ..sliders import CHUNK, PREFIX, RATE
-from .registry import Topic
+from .registry import AS_PUBLISHED, Returns, Topic
 
 topic = Topic("serving")
 
@@ -31,26 +31,27 @@ def _stat(scenario: Resolved, field: str, scheduler, rate, chunk, prefix):
                  scheduler, rate, chunk, prefix)
 
 
-@topic.term(depends=("scenario",), simulated=True)
+@topic.term(depends=("scenario",), returns=Returns("time", "time to first token, median or p99"), simulated=True)
 def serve_ttft(scenario: Resolved, scheduler, rate, chunk=CHUNK.default, prefix=PREFIX.default, stat="p99"):
     """Time to first token at `rate`: its "median" or "p99" over the run's requests."""
     return _stat(scenario, f"ttft_{stat}", scheduler, rate, chunk, prefix)
 
 
-@topic.term(depends=("scenario",), simulated=True)
+@topic.term(depends=("scenario",), returns=Returns("time per count", "time per output token, median or p99"),
+            simulated=True)
 def serve_tpot(scenario: Resolved, scheduler, rate, chunk=CHUNK.default, prefix=PREFIX.default, stat="p99"):
     """Time per output token after the first at `rate`, "median" or "p99"."""
     return _stat(scenario, f"tpot_{stat}", scheduler, rate, chunk, prefix)
 
 
-@topic.term(depends=("scenario",), simulated=True)
+@topic.term(depends=("scenario",), returns=Returns("time", "time between tokens, median or p99"), simulated=True)
 def serve_tbt(scenario: Resolved, scheduler, rate, chunk=CHUNK.default, prefix=PREFIX.default, stat="p99"):
     """Time between tokens at `rate`, over every gap between two consecutive tokens of any request:
     its "median" or "p99"."""
     return _stat(scenario, f"tbt_{stat}", scheduler, rate, chunk, prefix)
 
 
-@topic.term(depends=("scenario",), simulated=True)
+@topic.term(depends=("scenario",), returns=Returns("rate", "steady capacity, requests per second"), simulated=True)
 def serve_capacity(scenario: Resolved, scheduler, chunk=CHUNK.default, prefix=PREFIX.default, metric="tpot"):
     """The highest arrival rate of a steady stream (runs of models.serving.LONG_REQUESTS requests) at
     which the first token's p99 and `metric`'s p99 ("tpot", the default, or "tbt") meet their
@@ -60,7 +61,8 @@ def serve_capacity(scenario: Resolved, scheduler, chunk=CHUNK.default, prefix=PR
                                                             metric=m), scheduler, chunk, prefix, metric)
 
 
-@topic.term(depends=("scenario",), simulated=True)
+@topic.term(depends=("scenario",), returns=Returns("rate", "short run's capacity, requests per second"),
+            simulated=True)
 def serve_short_capacity(scenario: Resolved, scheduler, chunk=CHUNK.default, prefix=PREFIX.default, metric="tpot"):
     """The capacity the figures' runs of models.serving.N_REQUESTS requests show at the rates they
     draw (a short run's figure, cut to `serve_bound` where it would pass it: models.serving.short_capacity)."""
@@ -69,14 +71,14 @@ def serve_short_capacity(scenario: Resolved, scheduler, chunk=CHUNK.default, pre
                  scheduler, chunk, prefix, metric)
 
 
-@topic.term(depends=("scenario",))
+@topic.term(depends=("scenario",), returns=Returns("rate", "highest sustainable requests per second"))
 def serve_bound(scenario: Resolved, scheduler, chunk=CHUNK.default, prefix=PREFIX.default):
     """Requests per second no run of the scheduler can keep up with past (models.serving.sustainable_rate)."""
     return _each(lambda s, c, p: serving.sustainable_rate(s, int(c), float(p), scenario.acc, scenario.target,
                                                           scenario.cards, scenario.precision), scheduler, chunk, prefix)
 
 
-@topic.term(depends=("scenario",), simulated=True)
+@topic.term(depends=("scenario",), returns=Returns("ratio", "relative spread of the short capacity"), simulated=True)
 def serve_capacity_error(scenario: Resolved, scheduler, chunk=CHUNK.default, prefix=PREFIX.default):
     """Relative standard deviation of `serve_short_capacity` between draws of the traffic."""
     return _each(lambda s, c, p: serving.capacity_spread(s, serving.CAPACITY_RATES, int(c), float(p), scenario.acc,
@@ -84,14 +86,14 @@ def serve_capacity_error(scenario: Resolved, scheduler, chunk=CHUNK.default, pre
                  scheduler, chunk, prefix)
 
 
-@topic.term(depends=("scenario",))
+@topic.term(depends=("scenario",), returns=Returns("time", "time of one pass, at its floor"))
 def serve_pass(scenario: Resolved, positions):
     """The least a pass over `positions` positions takes: no cache to read and no logits, seconds."""
     cost = serving.PassCost.of(scenario.acc, scenario.target, scenario.cards, scenario.precision)
     return _each(lambda p: cost.seconds(float(p), 0.0, 0.0, 0), positions)
 
 
-@topic.term(depends=("scenario",))
+@topic.term(depends=("scenario",), returns=Returns("time", "time to prefill one prompt alone"))
 def serve_prefill_alone(scenario: Resolved, prompt, chunk=0):
     """Seconds to prefill one `prompt`-token prompt on an idle server, in one pass (chunk 0) or
     in pieces of `chunk` positions (models.serving.prefill_alone)."""
@@ -99,13 +101,13 @@ def serve_prefill_alone(scenario: Resolved, prompt, chunk=0):
     return _each(lambda p, c: serving.prefill_alone(cost, int(p), int(c) or None), prompt, chunk)
 
 
-@topic.term(depends=())
+@topic.term(depends=(), returns=Returns("count", "requests in a long run"))
 def serve_long_requests() -> int:
     """Requests in the long runs behind `serve_steady_capacity`."""
     return serving.LONG_REQUESTS
 
 
-@topic.term(depends=("scenario",), simulated=True)
+@topic.term(depends=("scenario",), returns=Returns("ratio", "relative spread of a run's statistic"), simulated=True)
 def serve_error(scenario: Resolved, scheduler, rate, chunk=CHUNK.default, prefix=PREFIX.default, field="ttft_p99"):
     """Relative standard deviation of a run's `field` (a models.serving.Summary field) between
     draws of the traffic: the statistical error of one run."""
@@ -114,7 +116,8 @@ def serve_error(scenario: Resolved, scheduler, rate, chunk=CHUNK.default, prefix
                  scheduler, rate, chunk, prefix, field)
 
 
-@topic.term(depends=("scenario",), simulated=True)
+@topic.term(depends=("scenario",), returns=Returns(AS_PUBLISHED, "peak memory share or requests running"),
+            simulated=True)
 def serve_peak(scenario: Resolved, which, scheduler, rate, chunk=CHUNK.default, prefix=PREFIX.default):
     """Over one run: "memory", the most KV cache promised at once as a share of what fits, or
     "running", the most requests admitted at once."""
@@ -127,25 +130,25 @@ def serve_peak(scenario: Resolved, which, scheduler, rate, chunk=CHUNK.default, 
     return _each(one, which, scheduler, rate, chunk, prefix)
 
 
-@topic.term(depends=("scenario",))
+@topic.term(depends=("scenario",), returns=Returns("count", "tokens of KV cache that fit"))
 def serve_cache_tokens(scenario: Resolved):
     """Tokens of KV cache that fit beside the target's weights."""
     return float(serving.cache_tokens(scenario.acc, scenario.target, scenario.cards, scenario.precision))
 
 
-@topic.term(depends=())
+@topic.term(depends=(), returns=Returns("count", "requests in a simulated run"))
 def serve_requests() -> int:
     """Requests in every simulated run."""
     return serving.N_REQUESTS
 
 
-@topic.term(depends=())
+@topic.term(depends=(), returns=Returns("count", "traffic draws behind the error"))
 def serve_seeds() -> int:
     """Draws of the traffic behind `serve_error`."""
     return len(serving.ERROR_SEEDS)
 
 
-@topic.term(depends=())
+@topic.term(depends=(), returns=Returns("count", "prompt or output length in tokens"))
 def serve_lengths(which="prompt", stat="mean"):
     """The workload's prompt or output lengths in tokens: their "mean", "median", "min" or "max"."""
     stream = serving.traffic()
@@ -153,7 +156,7 @@ def serve_lengths(which="prompt", stat="mean"):
     return float(getattr(np, stat)(values))
 
 
-@topic.term(depends=())
+@topic.term(depends=(), returns=Returns(AS_PUBLISHED, "server's fixed limit or objective"))
 def serve_limit(which):
     """The server's and the page's fixed settings: "running" (most requests at once),
     "prefill_tokens" (a prefill-first pass's prompt tokens), "ttft", "tpot" and "tbt" (the
@@ -162,7 +165,7 @@ def serve_limit(which):
             "ttft": serving.TTFT_OBJECTIVE, "tpot": serving.TPOT_OBJECTIVE, "tbt": serving.TBT_OBJECTIVE}[which]
 
 
-@topic.term(depends=())
+@topic.term(depends=(), returns=Returns(AS_PUBLISHED, "page's dial setting"))
 def serve_setting(which):
     """The page's dials: "rate_min", "rate_max", "rate_step", "rate" (the timeline's default),
     "chunk" (the default chunk), "chunk_max", "prefix_step" (the first cached share above 0); and

@@ -12,12 +12,12 @@ from models import estimate, speculative
 
 from ..resolved import Resolved
 from ..figures import tokens
-from .registry import Topic
+from .registry import Returns, Topic
 
 topic = Topic("speculative")
 
 
-@topic.term(depends=())
+@topic.term(depends=(), returns=Returns("count", "expected tokens per verify pass"))
 def E(a, k):
     """Expected tokens per verify step, E(a, k) = (1 - a^(k+1)) / (1 - a)."""
     return speculative.expected_tokens(a, k)
@@ -50,7 +50,7 @@ def _first_slower(scenario: Resolved, a, k, context, weights=None, priced: str =
                       float(scenario.context_or(context)), scenario.precision, a.tobytes(), k.tobytes(), a.shape, eff)
 
 
-@topic.term(depends=("scenario",))
+@topic.term(depends=("scenario",), returns=Returns("ratio", "speedup over plain decoding"))
 def speedup(scenario: Resolved, a, k, batch=1, context=None, weights=None, on=None):
     """The speedup with every pass at its roofline floor, the draft split over the cards (or on `on`)."""
     return priced_speedup(scenario, a, k, batch, context, weights, on, eff=None)
@@ -63,51 +63,51 @@ def priced_speedup(scenario: Resolved, a, k, batch, context, weights, on, eff):
                                scenario.context_or(context), scenario.precision, eff, on)
 
 
-@topic.term(depends=("scenario",))
+@topic.term(depends=("scenario",), returns=Returns("time", "time of one verify pass"))
 def verify(scenario: Resolved, k, batch=1):
     """Seconds for the verify pass alone: k + 1 positions a request, one read of each cache."""
     return speculative.verify_step_s(scenario.acc, scenario.target, scenario.cards, batch, k, scenario.context,
                                      scenario.precision)
 
 
-@topic.term(depends=())
+@topic.term(depends=(), returns=Returns("ratio", "accepted share of drafted tokens"))
 def drafted_share(a, k):
     """Accepted over drafted tokens, counted up to each step's first rejection (vLLM's rate)."""
     return speculative.drafted_share(a, k)
 
 
-@topic.term(depends=())
+@topic.term(depends=(), returns=Returns("count", "mean acceptance length"))
 def tau(a, k):
     """The mean acceptance length EAGLE and SGLang report: E(a, k), the target's token included."""
     return speculative.acceptance_length(a, k)
 
 
-@topic.term(depends=())
+@topic.term(depends=(), returns=Returns("ratio", "per-token acceptance rate"))
 def a_from_share(share, k):
     """The per-token acceptance that gives an accepted-over-drafted `share` at lookahead k."""
     return speculative.per_token_acceptance("drafted_share", share, k)
 
 
-@topic.term(depends=())
+@topic.term(depends=(), returns=Returns("ratio", "per-token acceptance rate"))
 def a_from_tau(length, k):
     """The per-token acceptance that gives a mean acceptance length `length` at lookahead k."""
     return speculative.per_token_acceptance("acceptance_length", length, k)
 
 
-@topic.term(depends=())
+@topic.term(depends=(), returns=Returns("count", "tokens in the timeline figure"))
 def timeline_tokens() -> int:
     """Tokens the token-timeline figure draws."""
     return tokens.N_TOKENS
 
 
-@topic.term(depends=("scenario",))
+@topic.term(depends=("scenario",), returns=Returns("count", "largest batch that fits in memory"))
 def memory_cap(scenario: Resolved, context=None, weights=None):
     """Requests that fit at once with the draft loaded beside the target, each holding `context`
     tokens (the scenario's by default) in both caches: the largest batch that can run."""
     return scenario.in_formats(weights).memory_cap(with_draft=True, context=context)
 
 
-@topic.term(depends=("scenario",))
+@topic.term(depends=("scenario",), returns=Returns("count", "first batch at which speculation is slower"))
 def stops_paying_at(scenario: Resolved, a, k, context=None, weights=None):
     """The first batch at which speculation is slower than plain decoding among those that fit in
     memory: 1 where even batch one is slower, inf where it pays at every batch that fits."""
@@ -116,7 +116,7 @@ def stops_paying_at(scenario: Resolved, a, k, context=None, weights=None):
     return np.where((first < 0) | (first > cap), np.inf, np.maximum(first, 1)).astype(float)
 
 
-@topic.term(depends=("scenario",))
+@topic.term(depends=("scenario",), returns=Returns("count", "largest batch at which speculation pays"))
 def pays_up_to(scenario: Resolved, a, k, context=None, weights=None, priced="floor"):
     """The largest batch at which speculation still pays and the batch fits in memory: the
     memory cap where speculation pays all the way to it, 0 where it never pays. Every pass at its
