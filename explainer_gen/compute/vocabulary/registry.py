@@ -100,20 +100,25 @@ class Term:
     # Whether it runs a simulation: a choice of words calling it is not rerun across the assumed
     # constants' ranges (compute/assumptions.py), which would rerun the simulation at every point.
     simulated: bool = False
+    # How its value is made (compute/derivation.py): a function taking what `fn` takes and
+    # returning a Derivation; None where the term declares none yet.
+    derive: Callable | None = None
 
     @property
     def scenario_free(self) -> bool:
         return SCENARIO not in self.depends
 
-    def bind(self, scenario: Any, catalogue: Any) -> Callable:
+    def bind(self, scenario: Any, catalogue: Any, fn: Callable | None = None) -> Callable:
         """The function an expression calls: `fn` with what it declared filled in. Without a
-        scenario (None), a term that declares one is a function that refuses to run."""
+        scenario (None), a term that declares one is a function that refuses to run. With `fn`
+        (its `derive`), that function, bound the same way."""
+        fn = fn or self.fn
         if not self.depends:
-            return self.fn
+            return fn
         if SCENARIO in self.depends and scenario is None:
             return functools.partial(_refuse, self.name)
         given = {SCENARIO: scenario, CATALOGUE: catalogue}
-        return functools.partial(self.fn, *(given[d] for d in self.depends))
+        return functools.partial(fn, *(given[d] for d in self.depends))
 
 
 def _refuse(name: str, *args, **kwargs):
@@ -133,6 +138,12 @@ def check(term: Term) -> None:
                         f"{closest(r.dimension, [*NAMED, *_KINDS])}")
     if not (isinstance(r.words, str) and r.words.strip()):
         raise TermError(path, line, f"term {name!r}: say in words what it returns (Returns(..., words))")
+    if term.derive is not None and isinstance(fn, types.FunctionType):
+        want = [p.name for p in inspect.signature(fn).parameters.values()]
+        got = [p.name for p in inspect.signature(term.derive).parameters.values()]
+        if want != got:
+            raise TermError(path, line, f"term {name!r}: its derive function takes ({', '.join(got)}); it must "
+                            f"take what the term takes, ({', '.join(want)})")
     if not (isinstance(r.scale, (int, float)) and r.scale > 0) or (r.scale != 1.0 and r.dim is None):
         raise TermError(path, line, f"term {name!r}: scale {r.scale!r} must be a positive number, "
                         f"and 1 for {r.dimension!r}")
@@ -175,7 +186,7 @@ class Topic:
         self.terms: dict[str, Term] = {}
 
     def term(self, name: str | None = None, *, depends: Iterable[str], returns: Returns,
-             simulated: bool = False) -> Callable[[Callable], Callable]:
+             simulated: bool = False, derive: Callable | None = None) -> Callable[[Callable], Callable]:
         """Register the decorated function as a term, under `name` or its qualified name.
 
         `depends` and `returns` have no default: every term says what it reads and what it gives
@@ -186,15 +197,15 @@ class Topic:
 
         def register(fn: Callable) -> Callable:
             self.add(name or fn.__qualname__.rpartition("<locals>.")[2], fn, depends=depends, returns=returns,
-                     simulated=simulated)
+                     simulated=simulated, derive=derive)
             return fn
         return register
 
     def add(self, name: str, fn: Callable, *, depends: Iterable[str], returns: Returns,
-            simulated: bool = False) -> None:
+            simulated: bool = False, derive: Callable | None = None) -> None:
         if isinstance(depends, str):  # depends="scenario": a string is not a tuple of names
             depends = (depends,)
-        term = Term(name, fn, tuple(depends), self.name, returns, simulated)
+        term = Term(name, fn, tuple(depends), self.name, returns, simulated, derive)
         check(term)
         if name in self.terms:
             path, line = _where(fn)
@@ -218,6 +229,11 @@ class Registry:
     def bind(self, scenario: Any, catalogue: Any) -> dict[str, Callable]:
         """Name -> function for inline numbers under `scenario` (None: scenario-free terms only run)."""
         return {name: term.bind(scenario, catalogue) for name, term in self.terms.items()}
+
+    def derivers(self, scenario: Any, catalogue: Any) -> dict[str, Callable | None]:
+        """Name -> the term's derive function bound like `bind`'s, or None where it has none."""
+        return {name: term.bind(scenario, catalogue, term.derive) if term.derive else None
+                for name, term in self.terms.items()}
 
     def returns(self) -> dict[str, Returns]:
         """Name -> what the term returns, for every term."""

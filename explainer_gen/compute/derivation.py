@@ -1,0 +1,219 @@
+"""How a number was made: its derivation, with this state's values, in units a reader can check.
+
+A vocabulary term may declare a derivation (`@topic.term(..., derive=fn)`): `fn` takes what the
+term takes and returns a `Derivation` built from the same model objects the term reads, of one
+of four kinds:
+
+- a closed form (`closed_form`): the formula in symbols, the same with this state's values put in,
+  and the result. It carries the values in SI units and the formula as arithmetic over them, so
+  `recompute()` evaluates it again: a test holds every closed form to its term's value, so the
+  written formula cannot drift from the code;
+- a value (`value`): a catalogue entry, a paper's figure or an assumption, with its source;
+- a search (`search`): the method, and the evaluations either side of the answer;
+- a simulation (`simulation`): what was run, and its spread.
+
+An inline number that combines terms (`explain`) shows its expression with each term's value
+put in, then each term's own derivation.
+"""
+from __future__ import annotations
+
+import ast
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from models.units import BYTES, COUNT, FLOP, NAMED, RATIO, TIME, Dim
+
+KINDS = ("closed form", "value", "search", "simulation", "combination", "not described")
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """One quantity a closed form is written in: its value in SI units and its dimension."""
+
+    value: float | str
+    dim: Dim | None
+    words: str = ""
+
+
+@dataclass(frozen=True)
+class Derivation:
+    kind: str
+    quantity: str             # in words: "time of one decode pass, at its floor"
+    result: float | str       # in SI units, or the phrase chosen
+    dim: Dim | None           # None: a phrase or a number of unstated dimension
+    formula: str = ""         # a closed form's arithmetic over `symbols` ("W / (n * B)"), or an expression
+    symbols: dict[str, Symbol] = field(default_factory=dict)
+    method: str = ""          # a search's or a simulation's account of what was run
+    sources: tuple[str, ...] = ()
+    parts: tuple["Derivation", ...] = ()
+    name: str = ""            # the term, as an expression calls it
+
+    def recompute(self) -> float:
+        """A closed form's formula evaluated again from its symbols' values (SI units)."""
+        scope = {k: s.value for k, s in self.symbols.items()}
+        scope.update(max=max, min=min)
+        return float(eval(compile(ast.parse(self.formula, mode="eval"), "<formula>", "eval"), {"__builtins__": {}}, scope))
+
+    @property
+    def shown(self) -> str:
+        return self.result if isinstance(self.result, str) else show(self.result, self.dim)
+
+    def substituted(self) -> str:
+        """The formula with each symbol replaced by its value, in units a reader can check."""
+        tree = ast.parse(self.formula, mode="eval")
+
+        class Put(ast.NodeTransformer):
+            def visit_Name(self, node):
+                s = symbols.get(node.id)
+                return ast.Name(id=f"⟨{s.value if isinstance(s.value, str) else show(s.value, s.dim)}⟩") if s else node
+        symbols = self.symbols
+        text = ast.unparse(Put().visit(tree))
+        return _readable(text.replace("⟨", "").replace("⟩", ""))
+
+    def lines(self, depth: int = 0) -> list[str]:
+        """The derivation as indented plain text, each part below the whole."""
+        pad = "  " * depth
+        head = f"{pad}{self.quantity}: {self.shown}"
+        out = [head + (f" ({self.kind})" if self.kind not in ("combination",) else "")]
+        if self.kind in ("closed form", "combination") and self.formula:
+            if self.symbols:
+                out.append(f"{pad}  = {_readable(self.formula)}")
+                for k, s in self.symbols.items():
+                    shown = s.value if isinstance(s.value, str) else show(s.value, s.dim)
+                    out.append(f"{pad}    {k}: {s.words or (s.dim.name if s.dim else '')}, {shown}")
+            out.append(f"{pad}  = {self.substituted()} = {self.shown}")
+        if self.method:
+            out.append(f"{pad}  {self.method}")
+        for s in self.sources:
+            out.append(f"{pad}  source: {s}")
+        for p in self.parts:
+            out.extend(p.lines(depth + 1))
+        return out
+
+
+def _readable(text: str) -> str:
+    return text.replace(" * ", " × ").replace(" / ", " ÷ ")
+
+
+def closed_form(quantity: str, dim: Dim, result: float, formula: str, sources: tuple[str, ...] = (),
+                **symbols: Symbol) -> Derivation:
+    return Derivation("closed form", quantity, float(result), dim, formula, dict(symbols), sources=sources)
+
+
+def value(quantity: str, dim: Dim, result: float, *sources: str) -> Derivation:
+    return Derivation("value", quantity, float(result), dim, sources=tuple(sources))
+
+
+def search(quantity: str, dim: Dim, result: float, method: str, *sources: str) -> Derivation:
+    return Derivation("search", quantity, float(result), dim, method=method, sources=tuple(sources))
+
+
+def simulation(quantity: str, dim: Dim, result: float, method: str, *sources: str) -> Derivation:
+    return Derivation("simulation", quantity, float(result), dim, method=method, sources=tuple(sources))
+
+
+# -- numbers in units a reader can check --------------------------------------------------------
+
+_SCALES: dict[Dim, list[tuple[float, str]]] = {
+    TIME: [(1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")],
+    BYTES: [(1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "KB"), (1.0, "bytes")],
+    BYTES / TIME: [(1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s")],
+    FLOP / TIME: [(1e12, "TFLOP/s"), (1e9, "GFLOP/s")],
+    FLOP: [(1e12, "TFLOP"), (1e9, "GFLOP"), (1e6, "MFLOP"), (1.0, "FLOP")],
+}
+
+
+def _digits(v: float) -> str:
+    """Three significant figures, as a reader checks arithmetic: 12.0, 3.35, 989, 139,000."""
+    a = abs(v)
+    if a == 0 or not math.isfinite(a):
+        return f"{v:g}"
+    if a >= 1000:
+        return f"{v:,.0f}"
+    decimals = max(0, 2 - int(math.floor(math.log10(a))))
+    return f"{v:.{decimals}f}"
+
+
+def show(v: float, dim: Dim | None) -> str:
+    """`v` (SI) in the unit of its dimension that puts it between 1 and 1000, to three figures."""
+    if dim is None:
+        return f"{v}" if isinstance(v, str) else _digits(float(v))
+    v = float(v)
+    base = dim.uncounted
+    if base in _SCALES:
+        for factor, unit in _SCALES[base]:
+            if abs(v) >= factor or factor == _SCALES[base][-1][0]:
+                return f"{_digits(v / factor)}\u00a0{unit}"
+    if base == RATIO:
+        return f"{v:,.0f}" if v.is_integer() else _digits(v)
+    return f"{_digits(v)}\u00a0({dim.name})"
+
+
+# -- an inline number's derivation at one state -------------------------------------------------------
+
+def explain(text: str, env: dict[str, Any], returns: dict[str, Any], derivers: dict[str, Callable | None],
+            sliders: dict[str, Any], dim: Dim | None = None, scale: float = 1.0) -> Derivation:
+    """The derivation of an inline number's expression under `env` (its vocabulary bound to a
+    scenario, and its sliders' values): the expression with each term call's value put in, then
+    each term's own derivation (`derivers`, the terms' bound derive functions; None where a
+    term declares none). `dim` and `scale`: the number's, as numbers.shape_of found them."""
+    from .numbers import dotted, evaluate, Expr  # the evaluator an inline number is computed by
+
+    def ev(node: ast.AST):
+        return evaluate(Expr(ast.Expression(node), (), frozenset()), env)
+
+    parts: list[Derivation] = []
+    symbols: dict[str, Symbol] = {}
+
+    class Put(ast.NodeTransformer):
+        def visit_Call(self, node):
+            name = dotted(node.func)
+            if returns[name].dimension == "as its arguments":  # min, max, abs, round: shown as written
+                node.args = [self.visit(a) for a in node.args]
+                return node
+            return self._term(node, name, [ev(a) for a in node.args], {k.arg: ev(k.value) for k in node.keywords})
+
+        def visit_Constant(self, node):
+            if isinstance(node.value, str) and len(node.value) > 40:  # a long phrase: its first words
+                return ast.Constant(" ".join(node.value.split()[:5]) + " …")
+            return node
+
+        def visit_Attribute(self, node):
+            return self._term(node, dotted(node), [], {})
+
+        def visit_Name(self, node):
+            if node.id in sliders:
+                s = f"s{len(symbols)}"
+                symbols[s] = Symbol(float(env[node.id]), NAMED.get(sliders[node.id].dimension, RATIO),
+                                    sliders[node.id].label)
+                return ast.Name(id=s)
+            return node
+
+        def _term(self, node, name, args, kwargs):
+            result = env[name](*args, **kwargs)
+            r = returns[name]
+            dim = r.dim
+            arr = np.asarray(result)
+            si = str(arr) if arr.dtype.kind in "USb" else float(arr) * (r.scale if dim is not None else 1.0)
+            derive = derivers.get(name)
+            if derive is not None:
+                d = derive(*args, **kwargs)
+            else:
+                d = Derivation("not described", r.words, si, dim)
+            parts.append(Derivation(d.kind, d.quantity, d.result, d.dim, d.formula, d.symbols, d.method, d.sources,
+                                    d.parts, name=ast.unparse(node)))
+            s = f"t{len(symbols)}"
+            symbols[s] = Symbol(si, dim, r.words)
+            return ast.Name(id=s)
+
+    tree = Put().visit(ast.parse(text, mode="eval"))
+    formula = ast.unparse(tree)
+    value_ = evaluate(Expr(ast.parse(text, mode="eval"), (), frozenset()), env)
+    if len(parts) == 1 and formula == next(iter(symbols)):  # the number is one term: its own derivation
+        return parts[0]
+    arr = np.asarray(value_)
+    result = str(arr) if arr.dtype.kind in "USb" else float(arr) * scale
+    return Derivation("combination", text, result, dim, formula, symbols, parts=tuple(parts), name=text)

@@ -1,0 +1,118 @@
+"""Where a number comes from (issue 37): closed forms that recompute to their terms' values, and
+`python -m explainer_gen explain PAGE.md:LINE` with its refusals."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from explainer_gen.__main__ import main
+from explainer_gen.compute.derivation import Derivation, show
+from explainer_gen.compute.resolved import default_scenario, resolve, unfit_reason
+from explainer_gen.compute.vocabulary import REGISTRY
+from helpers import REPO
+from models import roofline
+from models.units import BYTES, TIME
+
+ROOFLINE = "docs/explainers/roofline.md"
+
+# Settings a closed form must hold at: cards, both formats, a mixture, one card (no collectives).
+SETTINGS = [{}, {"cards": 1, "target": "llama-3-8b"}, {"cards": 8, "accelerator": "h200"}, {"weights": "fp8"}, {"weights": "int4"},
+            {"accelerator": "mi300x", "cards": 2}, {"target": "mixtral-8x7b", "cards": 2}, {"context": 8192}]
+CALLS = [(), (1,), (64,), (512,), (1, "draft")]
+
+
+def _scenarios(cat):
+    base = default_scenario(cat)
+    for change in SETTINGS:
+        r = resolve(replace(base, **change), cat)
+        assert unfit_reason(r, with_draft=True) is None, change  # every setting here runs
+        yield change, r
+
+
+def test_every_closed_form_recomputes_to_its_terms_value(cat):
+    """Each derivation's formula, evaluated from the values it shows, gives the term's value,
+    at every setting and call here: the formula is the code's, not a copy that may drift."""
+    checked = 0
+    for change, r in _scenarios(cat):
+        terms, derivers = REGISTRY.bind(r, cat), REGISTRY.derivers(r, cat)
+        for name, derive in derivers.items():
+            if derive is None:
+                continue
+            for args in CALLS:
+                try:
+                    value = float(np.asarray(terms[name](*args)))
+                except TypeError:
+                    continue  # a call this term does not take
+                d = derive(*args)
+                assert d.kind == "closed form" and d.result == pytest.approx(value, rel=1e-12), (name, change, args)
+                assert d.recompute() == pytest.approx(value, rel=1e-9), (name, change, args, d.formula)
+                checked += 1
+    assert checked >= 150
+
+
+def test_negative_control_a_formula_missing_a_kernel_does_not_recompute(cat):
+    r = resolve(default_scenario(cat), cat)
+    d = REGISTRY.derivers(r, cat)["step"](1)
+    assert "R * (tau" in d.formula
+    dropped = Derivation(d.kind, d.quantity, d.result, d.dim, d.formula.replace(" + R * (tau + M * t / L)", ""), d.symbols)
+    assert dropped.formula != d.formula and dropped.recompute() != pytest.approx(d.result, rel=1e-3)
+
+
+def test_a_closed_form_shows_its_values_in_units_a_reader_checks(cat):
+    """The weights' read in the step: their bytes over the cards' bandwidth, as the datasheet gives it."""
+    r = resolve(default_scenario(cat), cat)
+    d = REGISTRY.derivers(r, cat)["weights_time"]()
+    acc = r.acc
+    text = d.substituted()
+    assert f"{acc.bandwidth_tbps:.2f}\u00a0TB/s" in text and f"{r.cards}" in text
+    assert show(float(roofline.step_time(acc, r.target, r.cards, 1, r.context).weights_s), TIME) == d.shown
+    assert any(acc.source == s for s in d.sources) and any(r.target.source in s for s in d.sources)
+    assert show(2.0e9, BYTES) == "2.00\u00a0GB" and show(0.0120, TIME) == "12.0\u00a0ms" and show(4.0, None) == "4.00"
+
+
+# -- the command -----------------------------------------------------------------------------------
+
+def _line_of(text: str) -> int:
+    return next(i for i, line in enumerate((REPO / ROOFLINE).read_text().split("\n"), 1) if text in line)
+
+
+def test_explain_prints_each_number_on_the_line_with_its_derivation(cat, capsys, monkeypatch):
+    monkeypatch.chdir(REPO)
+    line = _line_of("{{ step(1) | .1f ms }}, for a request holding")
+    assert main(["explain", f"{ROOFLINE}:{line}", "--set", "accelerator=h200"]) == 0
+    out = capsys.readouterr().out
+    s = replace(default_scenario(cat), accelerator="h200")
+    r = resolve(s, cat)
+    step = float(roofline.step_time(r.acc, r.target, r.cards, 1, r.context).seconds)
+    assert f"{{{{ step(1) | .1f ms }}}} shows {step * 1e3:.1f}\u00a0ms" in out
+    assert "(closed form)" in out and "source: " + r.acc.source in out and f"at {s.key}" in out
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["nowhere.md:3"], "nowhere.md: no such file"),
+    ([f"{ROOFLINE}:1"], "no computed number on this line; the nearest is on line"),
+    ([f"{ROOFLINE}:LINE", "--set", "speed=3"], "--set speed: not a slider or switch field of this page; valid: prompt, batch"),
+    ([f"{ROOFLINE}:LINE", "--set", "prompt=100"], "off the slider's grid; prompt runs 128 to 8192 in steps of 128"),
+    ([f"{ROOFLINE}:LINE", "--set", "accelerator=tpu"], "not a choice of the switch; accelerator is one of"),
+    ([f"{ROOFLINE}"], "write PAGE.md:LINE"),
+])
+def test_explain_refuses_with_one_line_naming_the_choices(capsys, monkeypatch, args, needle):
+    monkeypatch.chdir(REPO)
+    line = _line_of("{{ step(1) | .1f ms }}, for a request holding")
+    assert main(["explain", *[a.replace("LINE", str(line)) for a in args]]) == 2
+    err = capsys.readouterr().err.strip()
+    assert needle in err and len(err.splitlines()) == 1 and err.startswith("explain: ")
+
+
+def test_python_dash_m_runs_the_command():
+    line = _line_of("{{ step(1) | .1f ms }}, for a request holding")
+    ok = subprocess.run([sys.executable, "-m", "explainer_gen", "explain", f"{ROOFLINE}:{line}"], cwd=REPO,
+                        capture_output=True, text=True)
+    assert ok.returncode == 0 and re.search(r"shows \d+\.\d\u00a0ms", ok.stdout), ok.stderr
+    bad = subprocess.run([sys.executable, "-m", "explainer_gen", "nonsense"], cwd=REPO, capture_output=True, text=True)
+    assert bad.returncode == 2 and "usage: python -m explainer_gen" in bad.stderr
