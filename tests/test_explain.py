@@ -41,8 +41,8 @@ def test_every_closed_form_recomputes_to_its_terms_value(cat):
     for change, r in _scenarios(cat):
         terms, derivers = REGISTRY.bind(r, cat), REGISTRY.derivers(r, cat)
         for name, derive in derivers.items():
-            if derive is None:
-                continue
+            if derive is None or REGISTRY.terms[name].returns.dimension != "time":
+                continue  # the pass's times (the other terms: at the pages' calls, below)
             for args in CALLS:
                 try:
                     value = float(np.asarray(terms[name](*args)))
@@ -116,3 +116,67 @@ def test_python_dash_m_runs_the_command():
     assert ok.returncode == 0 and re.search(r"shows \d+\.\d\u00a0ms", ok.stdout), ok.stderr
     bad = subprocess.run([sys.executable, "-m", "explainer_gen", "nonsense"], cwd=REPO, capture_output=True, text=True)
     assert bad.returncode == 2 and "usage: python -m explainer_gen" in bad.stderr
+
+
+# -- every call the pages make -----------------------------------------------------------------------
+
+def page_calls(cat) -> list[tuple[str, int, str, tuple, dict, object]]:
+    """(page, line, term, args, kwargs, resolved scenario) of every term call in every page's inline
+    numbers, its arguments evaluated at the sliders' defaults under the page's default scenario."""
+    import ast
+    from explainer_gen.compute.numbers import dotted, evaluate, find_inline, parse_expr, Expr
+    from explainer_gen.compute.pages import parse_controls
+    from explainer_gen.compute.vocabulary import vocabulary
+    from explainer_gen.sources.markdown import scan_fences, split_front_matter
+    from models.yamlsource import load_yaml
+
+    out = []
+    for path in sorted((REPO / "docs").rglob("*.md")):
+        rel, source = path.relative_to(REPO).as_posix(), path.read_text()
+        front, offset = split_front_matter(source)
+        controls = parse_controls((load_yaml(front, rel, 2) if front is not None else {}) or {}, rel, cat)
+        lines = source.split("\n")
+        _, inside = scan_fences(lines)
+        inside.update(range(offset))
+        r = resolve(controls.scenario, cat)
+        env = {**vocabulary(r, cat), **{n: s.default for n, s in controls.sliders.items()}}
+        for item in find_inline(lines, inside, rel):
+            expr = parse_expr(item.expr, set(REGISTRY.terms), controls.sliders, rel, item.line)
+            for node in ast.walk(expr.tree):
+                if isinstance(node, ast.Call) and dotted(node.func) in REGISTRY.terms:
+                    ev = lambda n: evaluate(Expr(ast.Expression(n), (), frozenset()), env)  # noqa: E731
+                    try:
+                        args = tuple(ev(a) for a in node.args)
+                        kwargs = {k.arg: ev(k.value) for k in node.keywords}
+                    except Exception:  # an argument that is itself a term of another scenario's; skipped
+                        continue
+                    out.append((rel, item.line, dotted(node.func), args, kwargs, r))
+                elif isinstance(node, ast.Attribute) and dotted(node) in REGISTRY.terms:
+                    out.append((rel, item.line, dotted(node), (), {}, r))
+    return out
+
+
+def test_every_derivation_gives_its_terms_value_at_every_call_the_pages_make(cat):
+    """Every call an inline number makes, at the page's default state: a term with a derivation
+    derives the value the term returns (in SI units), and a closed form recomputes to it."""
+    calls = page_calls(cat)
+    assert len(calls) > 500
+    checked = set()
+    for page, line, name, args, kwargs, r in calls:
+        term = REGISTRY.terms[name]
+        if term.derive is None:
+            continue
+        value = term.bind(r, cat)(*args, **kwargs)
+        d = term.bind(r, cat, term.derive)(*args, **kwargs)
+        where = f"{page}:{line} {name}{args}"
+        if isinstance(value, str) or np.asarray(value).dtype.kind in "USb":
+            assert d.result == str(np.asarray(value)), where
+            continue
+        si = float(np.asarray(value)) * term.returns.scale
+        assert d.result == pytest.approx(si, rel=1e-12), where
+        assert d.kind in ("closed form", "value", "search", "simulation"), where
+        assert d.quantity.strip() and (d.sources or d.method), (where, "a derivation says where it comes from")
+        if d.kind == "closed form":
+            assert d.recompute() == pytest.approx(si, rel=1e-9), (where, d.formula)
+        checked.add(name)
+    assert {"step", "bandwidth"} <= checked

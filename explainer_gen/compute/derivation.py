@@ -73,6 +73,16 @@ class Derivation:
         text = ast.unparse(Put().visit(tree))
         return _readable(text.replace("⟨", "").replace("⟩", ""))
 
+    def to_json(self) -> dict:
+        """What a page shows of it, all text: the render layer writes it out, without the models."""
+        symbols = [[k, s.words or (s.dim.name if s.dim else ""),
+                    s.value if isinstance(s.value, str) else show(s.value, s.dim)] for k, s in self.symbols.items()]
+        has_formula = self.kind in ("closed form", "combination") and bool(self.formula)
+        return {"kind": self.kind, "quantity": self.quantity, "shown": self.shown, "name": self.name,
+                "formula": _readable(self.formula) if has_formula and self.symbols else "",
+                "substituted": self.substituted() if has_formula else "", "symbols": symbols,
+                "method": self.method, "sources": list(self.sources), "parts": [p.to_json() for p in self.parts]}
+
     def lines(self, depth: int = 0) -> list[str]:
         """The derivation as indented plain text, each part below the whole."""
         pad = "  " * depth
@@ -105,6 +115,13 @@ def closed_form(quantity: str, dim: Dim, result: float, formula: str, sources: t
 
 def value(quantity: str, dim: Dim, result: float, *sources: str) -> Derivation:
     return Derivation("value", quantity, float(result), dim, sources=tuple(sources))
+
+
+def from_catalogue(quantity: str, dim: Dim, result: float, entry: str, field_: str, source: str) -> Derivation:
+    """A value the catalogue gives: `entry` (an accelerator's or model's key), its `field_` in
+    models/catalogue.yaml, and the source the catalogue names for it."""
+    return Derivation("value", quantity, float(result), dim,
+                      method=f"models/catalogue.yaml: {entry}, {field_}", sources=(source,) if source else ())
 
 
 def search(quantity: str, dim: Dim, result: float, method: str, *sources: str) -> Derivation:
@@ -209,7 +226,13 @@ def explain(text: str, env: dict[str, Any], returns: dict[str, Any], derivers: d
             symbols[s] = Symbol(si, dim, r.words)
             return ast.Name(id=s)
 
-    tree = Put().visit(ast.parse(text, mode="eval"))
+    plain = ast.parse(text, mode="eval")
+    if isinstance(plain.body, ast.Name) and plain.body.id in sliders:  # the number is a slider's value
+        s = sliders[plain.body.id]
+        return Derivation(
+            "value", s.label, float(env[s.name]), NAMED.get(s.dimension), name=text,
+            method=f"set by the slider {s.label!r}, which runs {s.min:g} to {s.max:g} in steps of {s.step:g}")
+    tree = Put().visit(plain)
     formula = ast.unparse(tree)
     value_ = evaluate(Expr(ast.parse(text, mode="eval"), (), frozenset()), env)
     if len(parts) == 1 and formula == next(iter(symbols)):  # the number is one term: its own derivation

@@ -625,6 +625,9 @@ class NumberResult:
     deps: list[str]          # SCENARIO_DEP and/or slider names, outermost first
     texts: list[str]         # flattened in C order over `deps`
     default: str
+    # How the default state's value is made (compute/derivation.py, Derivation.to_json); None for
+    # a phrase, which the page shows rather than derives.
+    how: dict | None = None
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,8 @@ from .figures import REGISTRY
 from .timing import Timing
 from .numbers import (Across, Expr, NumberResult, compute_number, find_inline, fit_format, parse_expr, parse_format,
                       parse_marks, shape_of)
-from .vocabulary import returns as term_returns, scenario_free, simulated, vocabulary
+from .derivation import explain as derive_number
+from .vocabulary import derivers as term_derivers, returns as term_returns, scenario_free, simulated, vocabulary
 from ..sources.markdown import CHECKED_FENCES, FENCE_NAME, Fence, scan_fences, split_front_matter  # noqa: F401
 
 FIGURE_KEYS = ("figure", "caption", "scenario", "sliders")
@@ -245,6 +246,19 @@ def build_page(source: str, path: str, catalogue: Catalogue,
     default_env = grid.index(controls.scenario)
     named: set[str] = set()  # the sliders inline numbers name
     returns = term_returns()
+    defaults = {n: s.default for n, s in controls.sliders.items()}
+
+    def how_made(item, expr: Expr, shape, scenario: Scenario | None, path: str) -> dict:
+        """The default state's derivation (compute/derivation.py), as the page shows it: the
+        number's terms under the default scenario (none for a number that reads none) at the
+        sliders' defaults."""
+        r = None if scenario is None else resolve(scenario, catalogue)
+        env = {**vocabulary(r, catalogue), **defaults}
+        with (timing or Timing()).in_models(), np.errstate(all="ignore"):
+            d = derive_number(item.expr, env, returns, term_derivers(r, catalogue), controls.sliders,
+                              shape.dim if shape.kind == "number" else None, shape.scale)
+        return d.to_json()
+
     for item in find_inline(lines, inside, path):
         if item.key in page.numbers:
             continue
@@ -264,9 +278,16 @@ def build_page(source: str, path: str, catalogue: Catalogue,
         def varied(a, t: float, s: int, free: bool = free) -> tuple[dict, Any]:
             return varied_env(a.key, t, -1 if free else s), a.within(t)
         across = Across(assumed, varied, catalogue, tuple(simulated(expr.calls))) if assumed else None
-        page.numbers[item.key] = remember(identity, lambda: compute_number(
-            item, number_id, expr, fmt, controls.sliders, [unscoped] if free else envs(), path,
-            0 if free else default_env, timing, marks, across))
+        shape = shape_of(expr, returns, controls.sliders, item.expr, path, item.line)
+
+        def computed(item=item, number_id=number_id, expr=expr, fmt=fmt, free=free, across=across, marks=marks,
+                     shape=shape) -> NumberResult:
+            result = compute_number(item, number_id, expr, fmt, controls.sliders, [unscoped] if free else envs(),
+                                    path, 0 if free else default_env, timing, marks, across)
+            if shape.kind != "text":  # a number, not a phrase: how its default value is made
+                result.how = how_made(item, expr, shape, None if free else grid[default_env], path)
+            return result
+        page.numbers[item.key] = remember(identity, computed)
     check_sliders_used(page, named)
     return page
 

@@ -13,6 +13,7 @@ from ..compute.numbers import NumberResult, find_inline
 from ..compute.pages import FigureOnPage, PageBuild
 from ..sources.markdown import scan_fences
 from ..sources.controls import FIELD, Slider
+from . import how
 from .markup import SEARCH_EXCLUDE, esc
 from ..names import ATTR, CLASS
 
@@ -175,7 +176,10 @@ def number_span(result: NumberResult) -> str:
     """An inline number as the page holds it: its text as built, and, where it changes with the
     sliders or the switch, the id by which the loader finds its other texts."""
     attrs = f' {ATTR.num}="{esc(result.id)}"' if result.deps else ""
-    return f'<span class="eg-num"{attrs}>{esc(result.default)}</span>'
+    span = f'<span class="eg-num"{attrs}>{esc(result.default)}</span>'
+    if not result.how:  # a phrase: read, not derived
+        return span
+    return f'<a class="eg-how" href="#{esc(how.entry_id(result.id))}">{span}</a>'
 
 
 def substitute_numbers(markdown: str, page: PageBuild, path: str) -> str:

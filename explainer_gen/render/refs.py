@@ -26,12 +26,13 @@ from .markup import card, esc, md_safe
 # -- a whole page ---------------------------------------------------------------------------------
 
 def page_markdown(refs: CrossRefs, src_uri: str, markdown: str, urls: dict[str, str], rel: Callable[[str], str],
-                  path: str) -> str:
+                  path: str, before_refs: str = "") -> str:
     """The page's Markdown with its citations, glossary markers and placeholders written out, and
-    its references and "Read next" lists at the end."""
+    `before_refs` (the numbers' derivations, render/how.py), its references and "Read next"
+    lists at the end."""
     info = refs.pages.get(src_uri)
     if info is None:
-        return markdown
+        return markdown.rstrip("\n") + "\n\n" + before_refs if before_refs else markdown
     href = _href(refs, urls, rel)
     skip = skip_lines(markdown.split("\n"), path)
     markdown = substitute_citations(markdown, skip, refs.bib, path)
@@ -44,7 +45,7 @@ def page_markdown(refs: CrossRefs, src_uri: str, markdown: str, urls: dict[str, 
         if m:
             lines[i] = _placeholder(refs, m.group("name"), href, rel)
     markdown = "\n".join(lines)
-    tail = []
+    tail = [before_refs] if before_refs else []
     if info.cites:
         feed = (lambda key: href(refs.feed_page, key)) if refs.feed_page else (lambda key: None)
         tail += ["## References", "", references_html(info.cites, refs.bib, feed), ""]

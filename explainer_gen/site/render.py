@@ -13,7 +13,7 @@ import posixpath
 from .. import theme
 from ..cache import digest
 from ..names import CLASS
-from ..render import refs
+from ..render import how, refs
 from ..render.blocks import figure_html, finished_parts, page_root_html, place, substitute_numbers
 from ..render.chrome import Chrome
 from .model import ASSETS, PageSource, SiteModel, relative_url
@@ -44,8 +44,9 @@ class Renderer:
         source = model.sources[src_uri]
         url = lambda path: relative_url(path, source.url)  # noqa: E731
         link = self._link(source)
-        markdown = refs.page_markdown(model.refs, src_uri, markdown, model.urls, link, source.path)
         build = model.pages.get(src_uri)
+        derivations = how.section(build.numbers.values()) if build is not None else ""
+        markdown = refs.page_markdown(model.refs, src_uri, markdown, model.urls, link, source.path, derivations)
         if build is None:
             return markdown, {}
         markdown = substitute_numbers(markdown, build, source.path)

@@ -24,13 +24,18 @@ TOPICS = (scenario.topic, roofline.topic, speculative.topic, batching.topic, kv.
 REGISTRY = Registry(*TOPICS)
 
 __all__ = ["AS_ARGUMENTS", "AS_PUBLISHED", "DEPENDENCIES", "REGISTRY", "Registry", "Returns", "TEXT", "Term", "TermError",
-           "Topic", "returns", "scenario_free", "simulated", "vocabulary"]
+           "Topic", "derivers", "returns", "scenario_free", "simulated", "vocabulary"]
 
 
 def vocabulary(r: Resolved | None, catalogue: Catalogue) -> dict[str, Callable]:
     """Name -> function for inline numbers under scenario `r`; with None, only the terms that
     read no scenario run (the others raise)."""
     return REGISTRY.bind(r, catalogue)
+
+
+def derivers(r: Resolved | None, catalogue: Catalogue) -> dict[str, Callable | None]:
+    """Name -> the term's derive function bound to scenario `r` (None where it declares none)."""
+    return REGISTRY.derivers(r, catalogue)
 
 
 def returns() -> dict[str, Returns]:
