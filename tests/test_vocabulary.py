@@ -18,7 +18,9 @@ from explainer_gen.sources.controls import Scenario
 from explainer_gen.compute.numbers import evaluate, parse_expr
 from explainer_gen.compute.pages import build_page
 from explainer_gen.compute.vocabulary import DEPENDENCIES, REGISTRY, Registry, Term, TermError, Topic
+from explainer_gen.compute.derivation import value
 from explainer_gen.compute.vocabulary.registry import Returns, check
+from models.units import RATIO
 
 SOME = Returns("ratio", "a value a test makes up")
 from helpers import REPO
@@ -98,6 +100,12 @@ def _peek(scenario):
 _peek.calls = []
 
 
+def _how(*args):
+    """The scratch terms' derivation: a made-up value, said to be one (these tests are about what
+    a number reads, not about its derivation)."""
+    return value("a value this test makes up", RATIO, 0.0, "tests/test_vocabulary.py")
+
+
 def test_a_term_declared_scenario_free_that_takes_the_scenario_is_refused_where_it_is_defined():
     topic = Topic("scratch")
     with pytest.raises(TermError) as err:
@@ -174,11 +182,13 @@ def test_a_number_of_scenario_free_terms_is_evaluated_once_without_a_scenario(mo
     """Positive control: declared, the term follows the switch; the same page with only
     scenario-free terms is evaluated once, and given no scenario."""
     _peek.calls = []
-    _scratch_registry(monkeypatch, Term("peek", _peek, ("scenario",), "scratch", SOME))
+    _scratch_registry(monkeypatch, Term("peek", _peek, ("scenario",), "scratch", SOME, derive=_how))
     page = build_page(PAGE, "docs/p.md", cat, _no_figures, 10**9)
     (number,) = page.numbers.values()
     assert number.deps == ["scenario"] and number.texts == ["80", "192"]
-    assert [s.acc.key for s in _peek.calls] == ["h100-sxm", "mi300x"]
+    # Once under each scenario; then its derivation reads it again under the default scenario only.
+    assert [s.acc.key for s in _peek.calls][:2] == ["h100-sxm", "mi300x"]
+    assert {s.acc.key for s in _peek.calls[2:]} == {"h100-sxm"}
 
     seen = []
 
@@ -187,9 +197,9 @@ def test_a_number_of_scenario_free_terms_is_evaluated_once_without_a_scenario(mo
         return 7.0
 
     monkeypatch.setattr(vocab, "REGISTRY", Registry(*vocab.TOPICS))
-    vocab.REGISTRY.terms["peek"] = Term("peek", free, (), "scratch", SOME)
+    vocab.REGISTRY.terms["peek"] = Term("peek", free, (), "scratch", SOME, derive=_how)
     (number,) = build_page(PAGE, "docs/p.md", cat, _no_figures, 10**9).numbers.values()
-    assert number.deps == [] and number.default == "7" and seen == [()]
+    assert number.deps == [] and number.default == "7" and set(seen) == {()}
 
 
 def test_a_term_wrongly_declared_scenario_free_fails_the_build_at_the_number(monkeypatch, cat):
@@ -198,12 +208,24 @@ def test_a_term_wrongly_declared_scenario_free_fails_the_build_at_the_number(mon
     frozen at the default scenario's value: it is given no scenario, so the page fails to build,
     at the number's line, naming the function."""
     _peek.calls = []
-    _scratch_registry(monkeypatch, Term("peek", _peek, (), "scratch", SOME))
+    _scratch_registry(monkeypatch, Term("peek", _peek, (), "scratch", SOME, derive=_how))
     with pytest.raises(SourceError) as err:
         build_page(PAGE, "docs/p.md", cat, _no_figures, 10**9)
     message = str(err.value)
     assert message.startswith("docs/p.md:10: inline number {{ peek() }} failed") and "_peek()" in message
     assert "scenario" in message and _peek.calls == []
+
+
+def test_a_number_whose_term_declares_no_derivation_fails_at_its_line_naming_the_term(monkeypatch, cat):
+    _scratch_registry(monkeypatch, Term("peek", lambda: 7.0, (), "scratch", SOME))
+    with pytest.raises(SourceError) as err:
+        build_page(PAGE, "docs/p.md", cat, _no_figures, 10**9)
+    assert str(err.value).startswith("docs/p.md:10: inline number {{ peek() }} calls peek, which declares no "
+                                     "derivation: give the term derive=")
+    # Positive control: the same term with a derivation builds, and the number carries it.
+    _scratch_registry(monkeypatch, Term("peek", lambda: 7.0, (), "scratch", SOME, derive=_how))
+    (number,) = build_page(PAGE, "docs/p.md", cat, _no_figures, 10**9).numbers.values()
+    assert number.default == "7" and number.how["kind"] == "value" and number.how["quantity"] == "a value this test makes up"
 
 
 def test_a_wrong_declaration_in_a_topic_module_fails_the_import_that_starts_every_build(tmp_path, monkeypatch):

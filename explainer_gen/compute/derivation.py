@@ -140,6 +140,7 @@ _SCALES: dict[Dim, list[tuple[float, str]]] = {
     BYTES / TIME: [(1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s")],
     FLOP / TIME: [(1e12, "TFLOP/s"), (1e9, "GFLOP/s")],
     FLOP: [(1e12, "TFLOP"), (1e9, "GFLOP"), (1e6, "MFLOP"), (1.0, "FLOP")],
+    RATIO / TIME: [(1.0, "per second")],
 }
 
 

@@ -24,7 +24,8 @@ from .timing import Timing
 from .numbers import (Across, Expr, NumberResult, compute_number, find_inline, fit_format, parse_expr, parse_format,
                       parse_marks, shape_of)
 from .derivation import explain as derive_number
-from .vocabulary import derivers as term_derivers, returns as term_returns, scenario_free, simulated, vocabulary
+from .vocabulary import (derivers as term_derivers, returns as term_returns, scenario_free, simulated, undescribed,
+                         vocabulary)
 from ..sources.markdown import CHECKED_FENCES, FENCE_NAME, Fence, scan_fences, split_front_matter  # noqa: F401
 
 FIGURE_KEYS = ("figure", "caption", "scenario", "sliders")
@@ -263,6 +264,11 @@ def build_page(source: str, path: str, catalogue: Catalogue,
         if item.key in page.numbers:
             continue
         expr: Expr = parse_expr(item.expr, functions, controls.sliders, path, item.line)
+        missing = undescribed(expr.calls)
+        if missing:
+            raise SourceError(path, item.line, f"inline number {{{{ {item.expr} }}}} calls {', '.join(missing)}, which "
+                              "declares no derivation: give the term derive= where it is defined (compute/derivation.py), "
+                              "so that the page can say how the number is made")
         named.update(expr.names)
         fmt_text, marks = parse_marks(item.fmt, path, item.line, tuple(assumed.ASSUMPTIONS) if assumed else None)
         fmt = fit_format(parse_format(fmt_text, path, item.line),

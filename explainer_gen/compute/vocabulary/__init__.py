@@ -24,7 +24,7 @@ TOPICS = (scenario.topic, roofline.topic, speculative.topic, batching.topic, kv.
 REGISTRY = Registry(*TOPICS)
 
 __all__ = ["AS_ARGUMENTS", "AS_PUBLISHED", "DEPENDENCIES", "REGISTRY", "Registry", "Returns", "TEXT", "Term", "TermError",
-           "Topic", "derivers", "returns", "scenario_free", "simulated", "vocabulary"]
+           "Topic", "derivers", "returns", "scenario_free", "simulated", "undescribed", "vocabulary"]
 
 
 def vocabulary(r: Resolved | None, catalogue: Catalogue) -> dict[str, Callable]:
@@ -36,6 +36,13 @@ def vocabulary(r: Resolved | None, catalogue: Catalogue) -> dict[str, Callable]:
 def derivers(r: Resolved | None, catalogue: Catalogue) -> dict[str, Callable | None]:
     """Name -> the term's derive function bound to scenario `r` (None where it declares none)."""
     return REGISTRY.derivers(r, catalogue)
+
+
+def undescribed(names: Iterable[str]) -> list[str]:
+    """Those of `names` that declare no derivation (min, max, abs and round need none: an
+    expression shows them as written)."""
+    return sorted(n for n in names if REGISTRY.terms[n].derive is None
+                  and REGISTRY.terms[n].returns.dimension != AS_ARGUMENTS)
 
 
 def returns() -> dict[str, Returns]:
