@@ -163,6 +163,12 @@ def page_calls(cat) -> list[tuple[str, int, str, tuple, dict, object]]:
     return out
 
 
+def _parts(d):
+    for p in d.parts:
+        yield p
+        yield from _parts(p)
+
+
 def test_every_derivation_gives_its_terms_value_at_every_call_the_pages_make(cat):
     """Every call an inline number makes, at the page's default state: a term with a derivation
     derives the value the term returns (in SI units), and a closed form recomputes to it."""
@@ -185,5 +191,9 @@ def test_every_derivation_gives_its_terms_value_at_every_call_the_pages_make(cat
         assert d.quantity.strip() and (d.sources or d.method), (where, "a derivation says where it comes from")
         if d.kind == "closed form":
             assert d.recompute() == pytest.approx(si, rel=1e-9), (where, d.formula)
+        for part in _parts(d):  # and every closed form shown below it recomputes to its own result
+            assert part.quantity.strip() and (part.sources or part.method or part.formula), (where, part.quantity)
+            if part.kind == "closed form" and not isinstance(part.result, str):
+                assert part.recompute() == pytest.approx(part.result, rel=1e-9), (where, part.quantity, part.formula)
         checked.add(name)
     assert {"step", "bandwidth"} <= checked

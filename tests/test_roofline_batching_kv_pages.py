@@ -382,3 +382,49 @@ def test_one_quantity_with_the_same_inputs_prints_the_same_on_every_page(site, s
     for name in ("roofline", "batching", "kv-cache", "speculative-decoding"):
         assert first in numbers_in(article(page_html(site, name))), name
     assert "295\u00a0tokens" in numbers_in(article(page_html(site, "roofline")))
+
+
+# -- how the numbers are computed (issue 37) ------------------------------------------------------
+
+def how_problems(html: str) -> list[str]:
+    """What is wrong with a built page's links from its numbers to their derivations: each link
+    must reach an entry of the section "How the numbers are computed", each entry be reached,
+    its head show the number as the prose shows it, and the section come after the prose and
+    before References and Read next."""
+    body = article(html)
+    problems = []
+    headings = re.findall(r'<h2 id="([^"]+)"', body)
+    if "how-the-numbers-are-computed" not in headings:
+        return ["no section 'How the numbers are computed'"]
+    at = headings.index("how-the-numbers-are-computed")
+    if [h for h in headings[at + 1:] if h not in ("references", "read-next")]:
+        problems.append(f"the section is not last but for References and Read next: {headings[at:]}")
+    links = re.findall(r'<a class="eg-how" href="#(how-n\d+)"><span class="eg-num"[^>]*>([^<]*)</span></a>', body)
+    section = body[body.index('id="how-the-numbers-are-computed"'):]
+    entries = dict(re.findall(r'<li id="(how-n\d+)"><p>[^<]*<strong>([^<]*)</strong>', section))
+    if not links:
+        problems.append("no number links to its derivation")
+    for target, shown in links:
+        if target not in entries:
+            problems.append(f"{shown!r} links to #{target}, which is no entry")
+        elif entries[target] != shown:
+            problems.append(f"{shown!r} links to an entry headed {entries[target]!r}")
+    unlinked = set(entries) - {t for t, _ in links}
+    if unlinked:
+        problems.append(f"entries no number links to: {sorted(unlinked)}")
+    return problems
+
+
+@pytest.mark.parametrize("name", EXPLAINERS)
+def test_every_computed_number_links_to_how_it_is_computed(site, name):
+    html = page_html(site, name)
+    assert how_problems(html) == []
+    # Negative controls: a link to an entry that is not there, an entry headed with another
+    # number, and a heading after the section, are each caught.
+    first = re.search(r'href="#(how-n\d+)"', html).group(1)
+    assert any("which is no entry" in p for p in how_problems(html.replace(f'<li id="{first}">', '<li id="gone">', 1)))
+    entry = re.search(rf'<li id="{first}"><p>[^<]*<strong>([^<]*)</strong>', html)
+    altered = html[:entry.start(1)] + "wrong" + html[entry.end(1):]
+    assert any("links to an entry headed 'wrong'" in p for p in how_problems(altered))
+    later = html.replace('<ol class="eg-how-list"', '<h2 id="more-prose">More</h2><ol class="eg-how-list"', 1)
+    assert any("is not last" in p for p in how_problems(later))

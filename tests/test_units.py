@@ -89,6 +89,8 @@ def test_a_term_that_declares_no_return_or_an_unknown_dimension_is_refused():
     ("max(step(1), kv_time(1))", TIME, 1.0),
     ("round(E(a, 4), 1)", COUNT, 1.0),
     ("step(1) ** 2", TIME ** 2, 1.0),
+    ("step(1) ** -1", RATIO / TIME, 1.0),         # a negative whole power
+    ("(1 - a) ** batch", RATIO, 1.0),              # a ratio to a count's power
 ])
 def test_an_expressions_dimension_follows_its_arithmetic(functions, text, dim, scale):
     s = shape(text, functions)
@@ -103,6 +105,9 @@ def test_an_expressions_dimension_follows_its_arithmetic(functions, text, dim, s
     ("step(1) ** a", "whole power written as a number"),
     ("max(step(1), weight_bytes())", "max() compares"),
     ("step(bare)", "slider 'bare' declares no dimension"),
+    ('"x" if step(1) > weight_bytes() else "y"', "compares a time and bytes"),   # a choice's condition
+    ('"x" if a > 0.5 and step(1) > weight_bytes() else "y"', "compares a time and bytes"),
+    ("step", "step is a term: call it, as in step(...)"),
 ])
 def test_arithmetic_across_dimensions_fails_at_the_line(functions, text, needle):
     with pytest.raises(SourceError) as err:
@@ -123,6 +128,7 @@ def test_text_conditions_and_published_figures_are_not_numbers_of_a_dimension(fu
     ("step(1)", ".1f GB", "'GB' is bytes; use one of s, ms, us, µs"),
     ("step(1)", ".1f parsecs", "'parsecs' is read as a counted noun"),
     ("step(1)", ".1f", "it needs a unit: use one of s, ms, us, µs"),
+    ("step(1)", "", "it needs a unit: use one of s, ms, us, µs"),        # no format at all
     ("step(1)", ".0%", "a percentage is of a ratio"),
     ("weight_bytes()", ".1f ms", "'ms' is a time; use one of B, KB"),
     ("weight_bytes()", "d request", "'request' is read as a counted noun"),

@@ -132,6 +132,15 @@ def simulation(quantity: str, dim: Dim, result: float, method: str, *sources: st
     return Derivation("simulation", quantity, float(result), dim, method=method, sources=tuple(sources))
 
 
+def peak_words(acc, fmt) -> str:
+    """What the peak that products with `fmt` weights run at is, on accelerator `acc`, in words:
+    the FP8 peak only where both the weights and the card have FP8 (as Accelerator.peak reads it)."""
+    own = "fp8" if fmt.arithmetic == "fp8" and acc.fp8_tflops else "bf16"
+    why = "" if own == fmt.key else (" (its BF16 peak: the card has no FP8 units)" if fmt.arithmetic == "fp8"
+                                     else " (its BF16 peak: the weights are unpacked to 16 bits)")
+    return f"dense {own.upper()} peak of one card{why}"
+
+
 # -- numbers in units a reader can check --------------------------------------------------------
 
 _SCALES: dict[Dim, list[tuple[float, str]]] = {
@@ -141,14 +150,18 @@ _SCALES: dict[Dim, list[tuple[float, str]]] = {
     FLOP / TIME: [(1e12, "TFLOP/s"), (1e9, "GFLOP/s")],
     FLOP: [(1e12, "TFLOP"), (1e9, "GFLOP"), (1e6, "MFLOP"), (1.0, "FLOP")],
     RATIO / TIME: [(1.0, "per second")],
+    FLOP / BYTES: [(1.0, "FLOP/byte")],
 }
 
 
 def _digits(v: float) -> str:
-    """Three significant figures, as a reader checks arithmetic: 12.0, 3.35, 989, 139,000."""
+    """Three significant figures, as a reader checks arithmetic: 12.0, 3.35, 989, 139,000; a
+    whole number as one (2 bytes, 1 s, not 2.00 and 1.00)."""
     a = abs(v)
     if a == 0 or not math.isfinite(a):
         return f"{v:g}"
+    if float(v).is_integer():
+        return f"{v:,.0f}"
     if a >= 1000:
         return f"{v:,.0f}"
     decimals = max(0, 2 - int(math.floor(math.log10(a))))
@@ -172,6 +185,22 @@ def show(v: float, dim: Dim | None) -> str:
 
 # -- an inline number's derivation at one state -------------------------------------------------------
 
+def _once(fn: Callable) -> Callable:
+    memory: dict = {}
+
+    def call(*args, **kwargs):
+        try:
+            key = (tuple(np.asarray(a).tobytes() if isinstance(a, np.ndarray) else a for a in args),
+                   tuple(sorted(kwargs.items())))
+            hash(key)
+        except TypeError:
+            return fn(*args, **kwargs)
+        if key not in memory:
+            memory[key] = fn(*args, **kwargs)
+        return memory[key]
+    return call
+
+
 def explain(text: str, env: dict[str, Any], returns: dict[str, Any], derivers: dict[str, Callable | None],
             sliders: dict[str, Any], dim: Dim | None = None, scale: float = 1.0) -> Derivation:
     """The derivation of an inline number's expression under `env` (its vocabulary bound to a
@@ -179,6 +208,9 @@ def explain(text: str, env: dict[str, Any], returns: dict[str, Any], derivers: d
     each term's own derivation (`derivers`, the terms' bound derive functions; None where a
     term declares none). `dim` and `scale`: the number's, as numbers.shape_of found them."""
     from .numbers import dotted, evaluate, Expr  # the evaluator an inline number is computed by
+
+    # Each distinct term call runs once here: for its part, and again for the whole, from memory.
+    env = {k: _once(v) if callable(v) and k in returns else v for k, v in env.items()}
 
     def ev(node: ast.AST):
         return evaluate(Expr(ast.Expression(node), (), frozenset()), env)

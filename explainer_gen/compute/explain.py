@@ -100,7 +100,7 @@ def explain_line(path: str, line: int, settings: list[str] = (), catalogue=None)
         out.append("")
         out.append(f"{{{{ {item.expr}{' | ' + item.fmt if item.fmt else ''} }}}} shows {as_shown}")
         if shape.kind != "number":
-            out.append("  a phrase chosen by the condition in the expression" if shape.kind == "text"
+            out.append("  a name or a phrase, not a number" if shape.kind == "text"
                        else "  its dimension is as its source publishes it")
         d = derive_number(item.expr, env, returns, derivers, controls.sliders,
                           shape.dim if shape.kind == "number" else None, shape.scale)

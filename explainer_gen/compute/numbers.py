@@ -382,6 +382,8 @@ def shape_of(expr: Expr, returns: dict[str, Any], sliders: dict[str, Slider], te
         if isinstance(node, ast.Constant):
             return _TEXT if isinstance(node.value, str) else Shape("number", literal=True)
         if isinstance(node, ast.Name):
+            if node.id not in sliders:  # a term named without its call
+                raise fail(f"{node.id} is a term: call it, as in {node.id}(...)")
             slider = sliders[node.id]
             if slider.dimension not in NAMED:
                 raise fail(f"slider {node.id!r} declares no dimension; give it one, as in "
@@ -406,13 +408,17 @@ def shape_of(expr: Expr, returns: dict[str, Any], sliders: dict[str, Slider], te
             return Shape("number", r.dim, float(r.scale))
         if isinstance(node, ast.UnaryOp):
             return _BOOL if isinstance(node.op, ast.Not) else go(node.operand)
-        if isinstance(node, (ast.Compare, ast.BoolOp)):
-            if isinstance(node, ast.Compare):
-                left = go(node.left)
-                for right in node.comparators:
-                    left = agree(left, go(right), node, "compares")
+        if isinstance(node, ast.Compare):
+            left = go(node.left)
+            for right in node.comparators:
+                left = agree(left, go(right), node, "compares")
+            return _BOOL
+        if isinstance(node, ast.BoolOp):
+            for v in node.values:
+                go(v)
             return _BOOL
         if isinstance(node, ast.IfExp):
+            go(node.test)  # the condition's comparisons are checked too
             body, orelse = go(node.body), go(node.orelse)
             if body.kind == "number" and orelse.kind == "number":
                 return agree(body, orelse, node, "chooses between")
@@ -428,9 +434,12 @@ def shape_of(expr: Expr, returns: dict[str, Any], sliders: dict[str, Slider], te
             if isinstance(node.op, (ast.Div, ast.FloorDiv)):
                 return Shape("number", a.dim / b.dim, a.scale / b.scale, a.literal and b.literal)
             if isinstance(node.op, ast.Pow):
-                if a.dim == RATIO and b.dim == RATIO:
-                    return Shape("number", RATIO, 1.0, a.literal and b.literal)
-                power = node.right.value if isinstance(node.right, ast.Constant) else None
+                if a.dim.uncounted == RATIO and b.dim.uncounted == RATIO and a.scale == 1.0:
+                    return Shape("number", RATIO, 1.0, a.literal and b.literal)  # (1 - a) ** k
+                try:
+                    power = ast.literal_eval(node.right)  # 2, or -1
+                except ValueError:
+                    power = None
                 if not (isinstance(power, (int, float)) and float(power).is_integer()):
                     raise fail(f"raises {a.described} to {ast.unparse(node.right)}; a quantity with a "
                                "dimension takes only a whole power written as a number")
@@ -447,7 +456,7 @@ def fit_format(fmt: Format, shape: Shape, item: Inline, path: str) -> Format:
     only bytes and a time); `%` and a percent
     spec fit a ratio; a time, bytes or a rate of either, which have units, must name one. A
     number whose dimension is not stated, or a phrase, is not checked here."""
-    if shape.kind != "number" or not fmt.given:
+    if shape.kind != "number":
         return fmt
     dim, what = shape.dim, shape.described
 

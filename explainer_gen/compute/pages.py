@@ -290,7 +290,7 @@ def build_page(source: str, path: str, catalogue: Catalogue,
                      shape=shape) -> NumberResult:
             result = compute_number(item, number_id, expr, fmt, controls.sliders, [unscoped] if free else envs(),
                                     path, 0 if free else default_env, timing, marks, across)
-            if shape.kind != "text":  # a number, not a phrase: how its default value is made
+            if shape.kind != "text" and (expr.calls or expr.names):  # a computed number, not a phrase or a literal
                 result.how = how_made(item, expr, shape, None if free else grid[default_env], path)
             return result
         page.numbers[item.key] = remember(identity, computed)

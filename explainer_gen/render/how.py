@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .markup import SEARCH_EXCLUDE, esc
+from .markup import SEARCH_EXCLUDE, md_safe as esc
 
 HEADING = "How the numbers are computed"
 ANCHOR = "how-the-numbers-are-computed"  # what the heading's slug is (MkDocs' toc, Zensical alike)
@@ -15,10 +15,13 @@ def entry_id(number_id: str) -> str:
     return f"how-{number_id}"
 
 
-def _derivation(d: dict, depth: int = 0) -> str:
+def _derivation(d: dict, depth: int = 0, shown: str = "") -> str:
+    """One derivation as HTML; `shown`: the number as the prose shows it (its own format), which
+    heads the entry in place of the derivation's three-figure rendering."""
     kind = "" if d["kind"] == "combination" else f' <span class="eg-how-kind">({esc(d["kind"])})</span>'
     name = f'<code>{esc(d["name"])}</code> ' if d.get("name") and depth else ""
-    out = [f'<p>{name}{esc(d["quantity"])}: <strong>{esc(d["shown"])}</strong>{kind}</p>']
+    head = shown or d["shown"]
+    out = [f'<p>{name}{esc(d["quantity"])}: <strong>{esc(head)}</strong>{kind}</p>']
     if d["formula"]:
         out.append(f'<p class="eg-how-formula">= {esc(d["formula"])}</p>')
         out.append('<ul class="eg-how-symbols">' + "".join(
@@ -42,7 +45,7 @@ def section(numbers: Iterable) -> str:
     entries = [n for n in numbers if n.how]
     if not entries:
         return ""
-    items = "".join(f'<li id="{esc(entry_id(n.id))}">{_derivation(n.how)}</li>' for n in entries)
+    items = "".join(f'<li id="{esc(entry_id(n.id))}">{_derivation(n.how, shown=n.default)}</li>' for n in entries)
     return (f"## {HEADING}\n\n"
             f"<p>Each number above is computed when the site is built, at the page's starting settings; "
             f"this is how, with the values it uses and where they come from.</p>\n\n"

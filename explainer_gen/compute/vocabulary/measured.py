@@ -19,7 +19,7 @@ from models import estimate, kvcache, roofline, serving
 from models.roofline import FLOOR, Efficiency, StepTime
 from models.units import BYTES, COUNT, FLOP, NAMED, RATIO, TIME
 
-from ..derivation import Derivation, Symbol, closed_form, search, simulation
+from ..derivation import Derivation, Symbol, closed_form, peak_words, search, simulation
 from .papers import cite
 from .registry import AS_PUBLISHED, Returns, Topic
 
@@ -96,7 +96,7 @@ def _pass_form(setup: estimate.Setup, st: StepTime, eff: Efficiency) -> tuple[st
     floor = eff == FLOOR
     sym = {
         "n": Symbol(n, COUNT, "cards"), "B": Symbol(bw, BYTES / TIME, f"HBM bandwidth of one {acc.name}"),
-        "F": Symbol(peak, FLOP / TIME, f"peak of one card for {setup.precision.weights.name} weights"),
+        "F": Symbol(peak, FLOP / TIME, peak_words(acc, setup.precision.weights)),
         "F16": Symbol(f16, FLOP / TIME, "16-bit peak of one card"),
         "t": Symbol(t, COUNT, "positions in the pass"),
         "Wd": Symbol(k.dense_read * n * bw, BYTES, "block weights read"),
@@ -279,15 +279,17 @@ def _derive_fitted(term: str):
     else:
         hi = v * 1.01 if term not in estimate.SHARES else min(v * 1.01, (v + 1.0) / 2.0)
         points = [(v * 0.99, "1% below"), (v, "as fitted"), (hi, "above")]
-    evaluations = "; ".join(f"{_shown(term, x)} ({why}), {_cost(data, dataclasses.replace(fit.eff, **{term: x})):.6f}"
-                            for x, why in points)
+    costs = [_cost(data, dataclasses.replace(fit.eff, **{term: x})) for x, _ in points]
+    evaluations = "; ".join(f"{_shown(term, x)} ({why}), {c:.6f}" for (x, why), c in zip(points, costs))
+    least = costs[1] <= min(costs)
     prior = data.priors.get(term)
     method = (f"Levenberg-Marquardt fit (models/estimate.py: fit) of the estimate's {len(estimate.TERMS)} terms to the "
               f"{len(data.training())} training measurements of {_MEASUREMENTS}, each counting by ln(measured / "
               f"estimate), with log-normal priors on {', '.join(data.priors)}"
               + (f" ({term}'s centred on {prior[0]:g}, log sd {prior[1]:g})" if prior else f" (none on {term})")
               + f"; stopped after {fit.iterations} iterations. The sum of squares with {term} at {evaluations}"
-              + (": the data push it to its edge." if limit else ": least at the fitted value."))
+              + (": the data push it to its edge." if limit else
+                 ": least at the fitted value." if least else ": not least at the fitted value of these three."))
     return search(f"fitted {_TERM_WORDS[term]}", _TERM_DIMS.get(term, RATIO), v, method,
                   *((prior[2],) if prior else ()), _MEASUREMENTS)
 

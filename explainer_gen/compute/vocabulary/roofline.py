@@ -16,7 +16,7 @@ from models.precision import WEIGHT_FORMATS
 from models import estimate as fitted_estimate, roofline
 from models.units import BYTES, COUNT, FLOP, RATIO, TIME
 
-from ..derivation import Derivation, Symbol, closed_form, from_catalogue, search, value
+from ..derivation import Derivation, Symbol, closed_form, peak_words, from_catalogue, search, value
 from ..resolved import Resolved
 from .registry import Returns, Topic
 
@@ -67,7 +67,7 @@ def _derive_steptime(r: Resolved, st: roofline.StepTime, which: str = "target", 
     said = {**_CARRIED, **(carried or {})}
     sym = {
         "n": Symbol(n, COUNT, "cards"), "B": Symbol(bw, BYTES / TIME, f"HBM bandwidth of one {acc.name}"),
-        "F": Symbol(peak, FLOP / TIME, f"peak of one card in the weights' format"),
+        "F": Symbol(peak, FLOP / TIME, peak_words(acc, r.precision.weights)),
         "F16": Symbol(f16, FLOP / TIME, "16-bit peak of one card"),
         "t": Symbol(t, COUNT, said["t"]),
         "Wd": Symbol(k.dense_read * n * bw, BYTES, "block weights read"),
@@ -265,18 +265,10 @@ def _derive_mesh_links(scenario: Resolved):
                           f"accelerators.{acc.key}", "topology: switch (no mesh_links)", acc.link_source)
 
 
-def _peak_words(acc, fmt) -> str:
-    """What the peak the products of `fmt` weights run at is, on `acc`."""
-    own = "fp8" if fmt.arithmetic == "fp8" and acc.fp8_tflops else "bf16"
-    why = "" if own == fmt.key else (" (its BF16 peak: the card has no FP8 units)" if fmt.arithmetic == "fp8"
-                                     else " (its BF16 peak: the weights are unpacked to 16 bits)")
-    return f"dense {own.upper()} peak of one card{why}"
-
-
 def _ridge_form(acc, fmt, quantity: str) -> Derivation:
     peak = acc.peak(fmt)
     return closed_form(quantity, FLOP / BYTES, peak / acc.bandwidth, "F / B", (acc.source,),
-                       F=Symbol(peak, FLOP / TIME, _peak_words(acc, fmt)),
+                       F=Symbol(peak, FLOP / TIME, peak_words(acc, fmt)),
                        B=Symbol(acc.bandwidth, BYTES / TIME, f"HBM bandwidth of one {acc.name}"))
 
 
@@ -307,7 +299,7 @@ def _ridge_tokens_form(r: Resolved, which: str) -> Derivation:
     bw, peak = acc.bandwidth, acc.peak(r.precision.weights)
     sym = dict(Wd=Symbol(k.dense_read * bw, BYTES, "block weights read"),
                Ad=Symbol(k.dense_position * peak, FLOP, "block arithmetic per position"),
-               F=Symbol(peak, FLOP / TIME, _peak_words(acc, r.precision.weights)),
+               F=Symbol(peak, FLOP / TIME, peak_words(acc, r.precision.weights)),
                B=Symbol(bw, BYTES / TIME, f"HBM bandwidth of one {acc.name}"))
     formula = "Wd / Ad * (F / B)"
     if k.expert_read:

@@ -13,7 +13,7 @@ import numpy as np
 from models import kvcache, roofline, serving
 from models.units import BYTES, COUNT, FLOP, RATIO, TIME
 
-from ..derivation import Derivation, Symbol, closed_form, search, show, simulation, value
+from ..derivation import Derivation, Symbol, closed_form, peak_words, search, show, simulation, value
 from ..resolved import Resolved
 from ..sliders import CHUNK, PREFIX, RATE
 from .registry import AS_PUBLISHED, Returns, Topic
@@ -166,7 +166,7 @@ def _edge(rates, found: float, summary_at, metric: str) -> str:
     if found <= 0.0:
         return f"even the lowest rate misses: {_p99s_at(summary_at(0), float(rates[0]), metric)}"
     if found >= rates[-1]:
-        return f"every rate meets, the highest too: {_p99s_at(summary_at(len(rates) - 1), float(rates[-1]), metric)}"
+        return f"the highest rate of the search meets: {_p99s_at(summary_at(len(rates) - 1), float(rates[-1]), metric)}"
     hi = int(np.searchsorted(rates, found, side="right"))
     return (f"{_p99s_at(summary_at(hi - 1), float(rates[hi - 1]), metric)}; "
             f"{_p99s_at(summary_at(hi), float(rates[hi]), metric)}; between those two rates the p99s, read "
@@ -196,8 +196,8 @@ def _derive_capacity(scenario: Resolved, scheduler, chunk=CHUNK.default, prefix=
     return search(f"steady capacity of {scheduler}, {metric.upper()} objective, requests per second", RATE_DIM,
                   result,
                   f"The highest arrival rate with {_objectives(metric)}, over runs of {n:,} requests, searched "
-                  f"among {rates[0]:g} to {rates[-1]:g} requests/s in steps of {rates[1] - rates[0]:g} (from the "
-                  f"rate no run sustains, steps that double, then halving): {_edge(rates, found, at, metric)}."
+                  f"among {rates[0]:g} to {rates[-1]:g} requests/s in steps of {rates[1] - rates[0]:g} (from where the "
+                  f"short runs cross, steps that double, then halving, so only runs near the edge are made): {_edge(rates, found, at, metric)}."
                   f"{_cut(scenario, scheduler, chunk, prefix, found)} Each run: "
                   f"{_run(scenario, scheduler, None, chunk, prefix, n)}. The model computes no spread between "
                   f"draws for runs this long: they are long enough that doubling them moves the p99s at the "
@@ -231,7 +231,7 @@ def _derive_short_capacity(scenario: Resolved, scheduler, chunk=CHUNK.default, p
                   f"The highest arrival rate with {_objectives(metric)}, over runs of {serving.N_REQUESTS:,} "
                   f"requests at the rates the page's figures draw ({rates[0]:g} to {rates[-1]:g} requests/s in "
                   f"steps of {rates[1] - rates[0]:g}): {edge}.{_cut(scenario, scheduler, chunk, prefix, found)} "
-                  f"Each run: {_run(scenario, scheduler, None, chunk, prefix)}. Read on a grid of {step:g} "
+                  f"Each run: {_run(scenario, scheduler, None, chunk, prefix)}. Read instead on a finer grid of {step:g} "
                   f"requests/s, this capacity moves by {spread:.1%} between {_seeds()} (relative standard "
                   f"deviation, models.serving.capacity_spread).", *_sources(scenario))
 
@@ -250,7 +250,7 @@ def _pass_form(scenario: Resolved, passes: list[tuple[float, float, float, bool]
     n = float(scenario.cards)
     bw, peak, f16 = acc.bandwidth, acc.peak(precision.weights), acc.flops
     sym = {"n": Symbol(n, COUNT, "cards"), "B": Symbol(bw, BYTES / TIME, f"HBM bandwidth of one {acc.name}"),
-           "F": Symbol(peak, FLOP / TIME, f"peak of one card for {precision.weights.name} weights"),
+           "F": Symbol(peak, FLOP / TIME, peak_words(acc, precision.weights)),
            "F16": Symbol(f16, FLOP / TIME, "16-bit peak of one card"),
            "Wd": Symbol(k.dense_read * n * bw, BYTES, "block weights read"),
            "Ad": Symbol(k.dense_position * n * peak, FLOP, "block arithmetic per position")}
