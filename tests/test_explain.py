@@ -78,7 +78,9 @@ def test_a_closed_form_shows_its_values_in_units_a_reader_checks(cat):
     assert f"{acc.bandwidth_tbps:.2f}\u00a0TB/s" in text and f"{r.cards}" in text
     assert show(float(roofline.step_time(acc, r.target, r.cards, 1, r.context).weights_s), TIME) == d.shown
     assert any(acc.source == s for s in d.sources) and any(r.target.source in s for s in d.sources)
-    assert show(2.0e9, BYTES) == "2.00\u00a0GB" and show(0.0120, TIME) == "12.0\u00a0ms" and show(4.0, None) == "4.00"
+    assert show(2.5e9, BYTES) == "2.50\u00a0GB" and show(0.0123, TIME) == "12.3\u00a0ms" and show(3.35e12, BYTES / TIME) == "3.35\u00a0TB/s"
+    # A whole number shows as one, and one byte is singular.
+    assert show(2.0e9, BYTES) == "2\u00a0GB" and show(4.0, None) == "4" and show(1.0, BYTES) == "1\u00a0byte"
 
 
 # -- the command -----------------------------------------------------------------------------------

@@ -213,7 +213,8 @@ def page_parts(site: Path, name: str) -> tuple[list[list], dict]:
     state = json.loads((site / "explainers" / name / href.group(1)).resolve().read_text()) if href else \
         {"scenarios": [""], "default": "", "sliders": {}, "numbers": {}}
     parser = _Prose()
-    parser.feed(article(html))
+    # The prose, not the derivations listed after it (render/how.py), whose formulas are no sentences.
+    parser.feed(re.sub(r'<ol class="eg-how-list".*?</ol>', "", article(html), flags=re.S))
     parser.flush()
     return parser.blocks, state
 

@@ -177,7 +177,8 @@ def show(v: float, dim: Dim | None) -> str:
     if base in _SCALES:
         for factor, unit in _SCALES[base]:
             if abs(v) >= factor or factor == _SCALES[base][-1][0]:
-                return f"{_digits(v / factor)}\u00a0{unit}"
+                number = _digits(v / factor)
+                return f"{number}\u00a0{'byte' if unit == 'bytes' and number == '1' else unit}"
     if base == RATIO:
         return f"{v:,.0f}" if v.is_integer() else _digits(v)
     return f"{_digits(v)}\u00a0({dim.name})"
