@@ -26,6 +26,8 @@ import numpy as np
 
 from models.units import BYTES, COUNT, FLOP, NAMED, RATIO, TIME, Dim
 
+from .memo import remembering
+
 KINDS = ("closed form", "value", "search", "simulation", "combination", "not described")
 
 
@@ -186,22 +188,6 @@ def show(v: float, dim: Dim | None) -> str:
 
 # -- an inline number's derivation at one state -------------------------------------------------------
 
-def _once(fn: Callable) -> Callable:
-    memory: dict = {}
-
-    def call(*args, **kwargs):
-        try:
-            key = (tuple(np.asarray(a).tobytes() if isinstance(a, np.ndarray) else a for a in args),
-                   tuple(sorted(kwargs.items())))
-            hash(key)
-        except TypeError:
-            return fn(*args, **kwargs)
-        if key not in memory:
-            memory[key] = fn(*args, **kwargs)
-        return memory[key]
-    return call
-
-
 def explain(text: str, env: dict[str, Any], returns: dict[str, Any], derivers: dict[str, Callable | None],
             sliders: dict[str, Any], dim: Dim | None = None, scale: float = 1.0) -> Derivation:
     """The derivation of an inline number's expression under `env` (its vocabulary bound to a
@@ -211,7 +197,7 @@ def explain(text: str, env: dict[str, Any], returns: dict[str, Any], derivers: d
     from .numbers import dotted, evaluate, Expr  # the evaluator an inline number is computed by
 
     # Each distinct term call runs once here: for its part, and again for the whole, from memory.
-    env = {k: _once(v) if callable(v) and k in returns else v for k, v in env.items()}
+    env = {k: remembering(v) if callable(v) and k in returns else v for k, v in env.items()}
 
     def ev(node: ast.AST):
         return evaluate(Expr(ast.Expression(node), (), frozenset()), env)

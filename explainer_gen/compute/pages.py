@@ -24,6 +24,7 @@ from .timing import Timing
 from .numbers import (Across, Expr, NumberResult, compute_number, find_inline, fit_format, parse_expr, parse_format,
                       parse_marks, shape_of)
 from .derivation import explain as derive_number
+from .memo import remembering
 from .vocabulary import (derivers as term_derivers, returns as term_returns, scenario_free, simulated, undescribed,
                          vocabulary)
 from ..sources.markdown import CHECKED_FENCES, FENCE_NAME, Fence, scan_fences, split_front_matter  # noqa: F401
@@ -237,11 +238,11 @@ def build_page(source: str, path: str, catalogue: Catalogue,
     @functools.cache
     def varied_env(key: str, t: float, s: int) -> dict:
         """The vocabulary of scenario `s` (-1: none) with assumption `key` at `t` of its range,
-        its terms' answers kept for every choice of words that asks the same (`_remembering`):
+        its terms' answers kept for every choice of words that asks the same (`remembering`):
         the choices of a page call the same few terms at the same points."""
         cat = assumed.ASSUMPTIONS[key].vary(catalogue, t)
         env = vocabulary(None, cat) if s < 0 else env_of(grid[s], cat)
-        return {k: _remembering(v) if callable(v) else v for k, v in env.items()}
+        return {k: remembering(v) if callable(v) else v for k, v in env.items()}
     unscoped = vocabulary(None, catalogue)  # bound without a scenario: only scenario-free terms run
     functions = {k for k in unscoped if not k.startswith("__")}
     default_env = grid.index(controls.scenario)
@@ -296,29 +297,6 @@ def build_page(source: str, path: str, catalogue: Catalogue,
         page.numbers[item.key] = remember(identity, computed)
     check_sliders_used(page, named)
     return page
-
-
-def _remembering(fn: Callable) -> Callable:
-    """`fn`, answering a call it has answered before from memory: for terms, which are pure
-    functions of what they are given (vocabulary/registry.py). Arguments that cannot be told
-    apart by value are not remembered."""
-    memory: dict = {}
-
-    def key(v: Any):
-        if isinstance(v, np.ndarray):
-            return ("array", v.shape, v.dtype.str, v.tobytes())
-        hash(v)
-        return (type(v), v)  # 1, 1.0 and True are equal, but need not give the same answer
-
-    def call(*args, **kwargs):
-        try:
-            k = (tuple(key(a) for a in args), tuple(sorted((n, key(v)) for n, v in kwargs.items())))
-        except TypeError:
-            return fn(*args, **kwargs)
-        if k not in memory:
-            memory[k] = fn(*args, **kwargs)
-        return memory[k]
-    return call
 
 
 def check_sliders_used(page: PageBuild, named: set[str]) -> None:

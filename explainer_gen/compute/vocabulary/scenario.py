@@ -39,6 +39,13 @@ def _shape(scenario: Resolved, which: str, field: str, words: str):
                           field, m.source)
 
 
+def _shape_of(field: str, words: str):
+    """The derivation of the term that reads the model's `field` (the six shape terms below)."""
+    def derive(scenario: Resolved, which: str = "target"):
+        return _shape(scenario, which, field, words)
+    return derive
+
+
 def _derive_cards(scenario: Resolved):
     return value("cards in the scenario", NAMED["count"], scenario.cards,
                  "the page's scenario (its front matter, or the catalogue's defaults: scenario:)")
@@ -57,30 +64,6 @@ def _derive_flops(scenario: Resolved):
 
 def _derive_memory(scenario: Resolved):
     return _card(scenario, "memory_gb", "HBM capacity of one card", "bytes", scenario.acc.memory_bytes)
-
-
-def _derive_params(scenario: Resolved, which: str = "target"):
-    return _shape(scenario, which, "params", "parameters")
-
-
-def _derive_layers(scenario: Resolved, which: str = "target"):
-    return _shape(scenario, which, "layers", "layers")
-
-
-def _derive_hidden(scenario: Resolved, which: str = "target"):
-    return _shape(scenario, which, "hidden", "hidden size")
-
-
-def _derive_heads(scenario: Resolved, which: str = "target"):
-    return _shape(scenario, which, "heads", "query heads")
-
-
-def _derive_kv_heads(scenario: Resolved, which: str = "target"):
-    return _shape(scenario, which, "kv_heads", "key/value heads")
-
-
-def _derive_head_dim(scenario: Resolved, which: str = "target"):
-    return _shape(scenario, which, "head_dim", "dimensions of one head")
 
 
 def _derive_name(scenario: Resolved, which: str = "accelerator"):
@@ -230,7 +213,7 @@ def memory(scenario: Resolved) -> float:
 
 
 @topic.term(depends=("scenario",), returns=Returns("count", "parameters of the model"),
-            derive=_derive_params)
+            derive=_shape_of("params", "parameters"))
 def params(scenario: Resolved, which: str = "target") -> float:
     return model(scenario, which).params
 
@@ -261,32 +244,32 @@ def embedding_bytes(scenario: Resolved, which: str = "target") -> float:
 # The model's shape, from the catalogue: layers(), kv_heads('draft'), ...
 
 @topic.term(depends=("scenario",), returns=Returns("count", "layers of the model"),
-            derive=_derive_layers)
+            derive=_shape_of("layers", "layers"))
 def layers(scenario: Resolved, which: str = "target") -> float:
     return float(model(scenario, which).layers)
 
 
 @topic.term(depends=("scenario",), returns=Returns("count", "hidden size of the model"),
-            derive=_derive_hidden)
+            derive=_shape_of("hidden", "hidden size"))
 def hidden(scenario: Resolved, which: str = "target") -> float:
     return float(model(scenario, which).hidden)
 
 
 @topic.term(depends=("scenario",), returns=Returns("count", "query heads of the model"),
-            derive=_derive_heads)
+            derive=_shape_of("heads", "query heads"))
 def heads(scenario: Resolved, which: str = "target") -> float:
     """Query heads."""
     return float(model(scenario, which).heads)
 
 
 @topic.term(depends=("scenario",), returns=Returns("count", "key/value heads of the model"),
-            derive=_derive_kv_heads)
+            derive=_shape_of("kv_heads", "key/value heads"))
 def kv_heads(scenario: Resolved, which: str = "target") -> float:
     """Key/value heads: fewer than query heads under grouped-query attention."""
     return float(model(scenario, which).kv_heads)
 
 
 @topic.term(depends=("scenario",), returns=Returns("count", "dimensions of one attention head"),
-            derive=_derive_head_dim)
+            derive=_shape_of("head_dim", "dimensions of one head"))
 def head_dim(scenario: Resolved, which: str = "target") -> float:
     return float(model(scenario, which).head_dim)
