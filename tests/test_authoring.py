@@ -305,7 +305,8 @@ def test_serve_rebuilds_when_the_catalogue_changes(project):
             html = urllib.request.urlopen(url, timeout=5).read().decode()
         except OSError:
             return None
-        m = re.search(r'takes <span class="eg-num"[^>]*>([^<]+)</span>', html)
+        # The number, inside its link to how it is computed.
+        m = re.search(r'takes (?:<a class="eg-how"[^>]*>)?<span class="eg-num"[^>]*>([^<]+)</span>', html)
         return m.group(1) if m else None
 
     try:

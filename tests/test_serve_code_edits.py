@@ -24,7 +24,7 @@ import pytest
 from helpers import MKDOCS, copy_code, copy_project, env, free_port
 
 # The speculative page's "the reads take 10.4 ms": the weight read and the cache read of one step.
-STEP = re.compile(r'reads take <span class="eg-num"[^>]*>([^<]+)</span>')
+STEP = re.compile(r'reads take (?:<a class="eg-how"[^>]*>)?<span class="eg-num"[^>]*>([^<]+)</span>')
 TERM = "weights_s = gemm_reads + lookup_reads"
 
 
