@@ -198,8 +198,8 @@ def test_roofline_numbers(site, cat, scenario):
         # Held against read: the untied input embedding is looked up, not read whole.
         "Llama 3 70B", show(target.weight_bytes(), ".1f", "GB"), show(target.read_bytes(), ".1f", "GB"),
         # Two all-reduces a layer and the embedding's, their one-way rate behind NVSwitch, the assumed latency.
-        show(161, "d"), show(450e9, ".0f", "GB/s"), "all the links of a card, which reach every other card through a switch",
-        show(10e-6, ".0f", "us"), show(st(1).comm_s / st(1).seconds, ".0%"),
+        show(161, "d"), show(acc.peer_bandwidth(4), ".0f", "GB/s"), "all the links of a card, which reach every other card through a switch",
+        show(acc.allreduce_latency, ".0f", "us"), show(st(1).comm_s / st(1).seconds, ".0%"),
         # The range the catalogue declares for that latency, in µs at both ends (the high end was
         # once shown a million times over: 23000000 µs).
         *[show(end * 1e-6, ".0f", "us") for end in acc.allreduce_range_us],

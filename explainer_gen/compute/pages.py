@@ -272,8 +272,8 @@ def build_page(source: str, path: str, catalogue: Catalogue,
                               "so that the page can say how the number is made")
         named.update(expr.names)
         fmt_text, marks = parse_marks(item.fmt, path, item.line, tuple(assumed.ASSUMPTIONS) if assumed else None)
-        fmt = fit_format(parse_format(fmt_text, path, item.line),
-                         shape_of(expr, returns, controls.sliders, item.expr, path, item.line), item, path)
+        shape = shape_of(expr, returns, controls.sliders, item.expr, path, item.line)
+        fmt = fit_format(parse_format(fmt_text, path, item.line), shape, item, path)
         number_id = f"n{len(page.numbers)}"
         # The terms it calls go with it: the cache key holds their code (site/store.Store.number_key),
         # and a choice of words's holds the assumptions' too, since it is checked across them.
@@ -285,7 +285,6 @@ def build_page(source: str, path: str, catalogue: Catalogue,
         def varied(a, t: float, s: int, free: bool = free) -> tuple[dict, Any]:
             return varied_env(a.key, t, -1 if free else s), a.within(t)
         across = Across(assumed, varied, catalogue, tuple(simulated(expr.calls))) if assumed else None
-        shape = shape_of(expr, returns, controls.sliders, item.expr, path, item.line)
 
         def computed(item=item, number_id=number_id, expr=expr, fmt=fmt, free=free, across=across, marks=marks,
                      shape=shape) -> NumberResult:
