@@ -386,6 +386,11 @@ def test_one_quantity_with_the_same_inputs_prints_the_same_on_every_page(site, s
 
 # -- how the numbers are computed (issue 37) ------------------------------------------------------
 
+# A derivation written out: its formula, its symbols, its values put in, its method and sources.
+WRITTEN = re.compile(r'<p class="eg-how-formula">= [^<]*</p><ul class="eg-how-symbols">.*?</ul>'
+                     r'<p class="eg-how-formula">[^<]*</p>(?:<p>[^<]*</p>)?(?:<p class="eg-how-sources">[^<]*</p>)?')
+
+
 def how_problems(html: str) -> list[str]:
     """What is wrong with a built page's links from its numbers to their derivations: each link
     must reach an entry of the section "How the numbers are computed", each entry be reached,
@@ -412,6 +417,16 @@ def how_problems(html: str) -> list[str]:
     unlinked = set(entries) - {t for t, _ in links}
     if unlinked:
         problems.append(f"entries no number links to: {sorted(unlinked)}")
+    # A derivation is written out once (its formula, symbols, values and sources); where it comes again,
+    # a link leads to where it was written, and that place is there.
+    written = WRITTEN.findall(section)
+    repeated = {w for w in written if written.count(w) > 1}
+    if repeated:
+        problems.append(f"{len(repeated)} derivations written out more than once")
+    ids = set(re.findall(r'<li id="(how-[np]\d+)"', section))
+    for target in re.findall(r'<p class="eg-how-same">Made as in <a href="#([^"]+)"', section):
+        if target not in ids:
+            problems.append(f"a derivation links to #{target}, where none is written")
     return problems
 
 
@@ -428,3 +443,13 @@ def test_every_computed_number_links_to_how_it_is_computed(site, name):
     assert any("links to an entry headed 'wrong'" in p for p in how_problems(altered))
     later = html.replace('<ol class="eg-how-list"', '<h2 id="more-prose">More</h2><ol class="eg-how-list"', 1)
     assert any("is not last" in p for p in how_problems(later))
+    # ... and so are a derivation written out twice, and a link to where none is written.
+    block = WRITTEN.search(html)
+    if block:
+        start = re.search(r'<ol class="eg-how-list"[^>]*>', html).group(0)
+        twice = html.replace(start, f'{start}<li id="how-n9999">{block.group(0)}</li>', 1)
+        assert any("written out more than once" in p for p in how_problems(twice))
+    same = re.search(r'<p class="eg-how-same">Made as in <a href="#([^"]+)"', html)
+    if same:
+        assert any("where none is written" in p
+                   for p in how_problems(html.replace(same.group(0), same.group(0).replace(same.group(1), "how-p0"))))

@@ -1,8 +1,15 @@
 """The section "How the numbers are computed": each computed number's derivation at the page's
 default state, which every such number in the prose links to (issue 37). Plain HTML, so it reads
-without JavaScript and in print; the loader leaves it as built."""
+without JavaScript and in print; the loader leaves it as built.
+
+A derivation is written out in full once per page. Where the same one comes again (a number
+shown twice, or a term that several numbers combine, such as a decode step under every ratio
+built on it), the later place shows its quantity and value and links to the first, so a page
+of many numbers over one model does not repeat that model's closed form under each of them.
+"""
 from __future__ import annotations
 
+import json
 from typing import Iterable
 
 from .markup import SEARCH_EXCLUDE, md_safe as esc
@@ -15,28 +22,64 @@ def entry_id(number_id: str) -> str:
     return f"how-{number_id}"
 
 
-def _derivation(d: dict, depth: int = 0, shown: str = "") -> str:
-    """One derivation as HTML; `shown`: the number as the prose shows it (its own format), which
-    heads the entry in place of the derivation's three-figure rendering."""
-    kind = "" if d["kind"] == "combination" else f' <span class="eg-how-kind">({esc(d["kind"])})</span>'
-    name = f'<code>{esc(d["name"])}</code> ' if d.get("name") and depth else ""
-    head = shown or d["shown"]
-    out = [f'<p>{name}{esc(d["quantity"])}: <strong>{esc(head)}</strong>{kind}</p>']
-    if d["formula"]:
-        out.append(f'<p class="eg-how-formula">= {esc(d["formula"])}</p>')
-        out.append('<ul class="eg-how-symbols">' + "".join(
-            f"<li><var>{esc(k)}</var>: {esc(words)}, {esc(shown)}</li>" for k, words, shown in d["symbols"]) + "</ul>")
-    if d["substituted"]:
-        out.append(f'<p class="eg-how-formula">= {esc(d["substituted"])} = {esc(d["shown"])}</p>')
-    if d["method"]:
-        out.append(f"<p>{esc(d['method'])}</p>")
-    if d["sources"]:
-        out.append('<p class="eg-how-sources">Source' + ("s" if len(d["sources"]) > 1 else "") + ": "
-                   + "; ".join(esc(s) for s in d["sources"]) + "</p>")
-    if d["parts"]:
-        out.append('<ul class="eg-how-parts">' + "".join(f"<li>{_derivation(p, depth + 1)}</li>" for p in d["parts"])
-                   + "</ul>")
-    return "".join(out)
+def _key(d: dict) -> str:
+    """What makes two derivations the same arithmetic, whatever the expression that called them and
+    the words each place names its quantity by ("time of one decode pass", "time of that pass")."""
+    def arithmetic(d: dict) -> dict:
+        return {**{k: v for k, v in d.items() if k not in ("name", "quantity")},
+                "parts": [arithmetic(p) for p in d["parts"]]}
+    return json.dumps(arithmetic(d), sort_keys=True, ensure_ascii=False)
+
+
+class _Writer:
+    """The section's entries in page order, each derivation written in full where it first comes."""
+
+    def __init__(self) -> None:
+        self.first: dict[str, tuple[str, int]] = {}  # derivation -> (its element's id, its entry's number)
+        self.entry = 0
+        self.parts = 0
+
+    def head(self, d: dict, depth: int, shown: str) -> str:
+        kind = "" if d["kind"] == "combination" else f' <span class="eg-how-kind">({esc(d["kind"])})</span>'
+        name = f'<code>{esc(d["name"])}</code> ' if d.get("name") and depth else ""
+        return f'<p>{name}{esc(d["quantity"])}: <strong>{esc(shown or d["shown"])}</strong>{kind}</p>'
+
+    def seen(self, d: dict) -> str:
+        anchor, n = self.first[_key(d)]
+        return f'<p class="eg-how-same">Made as in <a href="#{esc(anchor)}">entry {n}</a>.</p>'
+
+    def body(self, d: dict, depth: int, anchor: str) -> str:
+        """`d` in full, remembered as written at `anchor`."""
+        self.first.setdefault(_key(d), (anchor, self.entry))
+        out = []
+        if d["formula"]:
+            out.append(f'<p class="eg-how-formula">= {esc(d["formula"])}</p>')
+            out.append('<ul class="eg-how-symbols">' + "".join(
+                f"<li><var>{esc(k)}</var>: {esc(words)}, {esc(shown)}</li>" for k, words, shown in d["symbols"]) + "</ul>")
+        if d["substituted"]:
+            out.append(f'<p class="eg-how-formula">= {esc(d["substituted"])} = {esc(d["shown"])}</p>')
+        if d["method"]:
+            out.append(f"<p>{esc(d['method'])}</p>")
+        if d["sources"]:
+            out.append('<p class="eg-how-sources">Source' + ("s" if len(d["sources"]) > 1 else "") + ": "
+                       + "; ".join(esc(s) for s in d["sources"]) + "</p>")
+        if d["parts"]:
+            out.append('<ul class="eg-how-parts">' + "".join(self.part(p, depth + 1) for p in d["parts"]) + "</ul>")
+        return "".join(out)
+
+    def part(self, d: dict, depth: int) -> str:
+        if _key(d) in self.first:
+            return f"<li>{self.head(d, depth, '')}{self.seen(d)}</li>"
+        self.parts += 1
+        anchor = f"how-p{self.parts}"
+        return f'<li id="{anchor}">{self.head(d, depth, "")}{self.body(d, depth, anchor)}</li>'
+
+    def number(self, n) -> str:
+        """A number's entry, headed by the number as the prose shows it."""
+        self.entry += 1
+        anchor = entry_id(n.id)
+        rest = self.seen(n.how) if _key(n.how) in self.first else self.body(n.how, 0, anchor)
+        return f'<li id="{esc(anchor)}">{self.head(n.how, 0, n.default)}{rest}</li>'
 
 
 def section(numbers: Iterable) -> str:
@@ -45,8 +88,10 @@ def section(numbers: Iterable) -> str:
     entries = [n for n in numbers if n.how]
     if not entries:
         return ""
-    items = "".join(f'<li id="{esc(entry_id(n.id))}">{_derivation(n.how, shown=n.default)}</li>' for n in entries)
+    writer = _Writer()
+    items = "".join(writer.number(n) for n in entries)
     return (f"## {HEADING}\n\n"
             f"<p>Each number above is computed when the site is built, at the page's starting settings; "
-            f"this is how, with the values it uses and where they come from.</p>\n\n"
+            f"this is how, with the values it uses and where they come from. A derivation is written "
+            f"out where it first comes, and linked to where it comes again.</p>\n\n"
             f'<ol class="eg-how-list" {SEARCH_EXCLUDE}>{items}</ol>\n')
