@@ -41,6 +41,9 @@ from .catalogue import LLM, Accelerator
 from .kvcache import bytes_per_token as kv_bytes_per_token
 from .precision import ACTIVATION_BYTES, BF16_ALL, Precision
 
+# A weight a product multiplies does one multiply and one add for each position (token) it meets.
+FLOP_PER_WEIGHT = 2.0
+
 
 @dataclass(frozen=True)
 class Efficiency:
@@ -134,7 +137,7 @@ class StepTime:
 
 def flops_per_token(model: LLM) -> float:
     """A multiply and an add for every weight the pass multiplies (not the embedding lookup)."""
-    return 2.0 * model.step_params
+    return FLOP_PER_WEIGHT * model.step_params
 
 
 def attention_flops_per_position(model: LLM, context):
@@ -215,11 +218,11 @@ class Kernels:
         group = np.maximum(n, 2.0)  # one card talks to nobody: its collectives cost nothing below
         rate, talks = acc.peer_bandwidth(group), np.where(n > 1, 1.0, 0.0)
         fields = dict(
-            dense_read=dense * w / bw, dense_position=2.0 * dense / peak,
+            dense_read=dense * w / bw, dense_position=FLOP_PER_WEIGHT * dense / peak,
             expert_read=model.expert_params * w / bw,
             expert_miss=1.0 - model.active_experts / model.experts if model.experts else 0.0,
-            expert_position=2.0 * routed / peak,
-            head_read=model.head_params * ACTIVATION_BYTES / bw, head_logit=2.0 * model.head_params / (n * acc.flops),
+            expert_position=FLOP_PER_WEIGHT * routed / peak,
+            head_read=model.head_params * ACTIVATION_BYTES / bw, head_logit=FLOP_PER_WEIGHT * model.head_params / (n * acc.flops),
             lookup_position=model.lookup_bytes(1) / bw,
             kv_cached=kv_bytes_per_token(model, precision.kv.bytes) / bw,
             attention_attended=float(attention_flops_per_position(model, 1.0)) / (n * acc.flops),
@@ -311,7 +314,7 @@ def pass_time(acc: Accelerator, model: LLM, cards, tokens, cached, attended,
     compute_bound = (k.dense_position * tokens > k.dense_read) & (
         (k.expert_position * tokens > k.expert_read * k.reach(tokens)) | (k.expert_read == 0))
     weights_s = gemm_reads + lookup_reads
-    flops = (2.0 * model.active_block_params * tokens + 2.0 * model.head_params * rows
+    flops = (FLOP_PER_WEIGHT * model.active_block_params * tokens + FLOP_PER_WEIGHT * model.head_params * rows
              + attention_flops_per_position(model, attended))
     read = (weights_s + kv_s) * np.asarray(cards, dtype=float) * acc.bandwidth
     zero = 0.0 * seconds

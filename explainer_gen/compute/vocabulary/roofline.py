@@ -503,6 +503,23 @@ def weight_value_bytes(scenario: Resolved, weights=None) -> float:
     return scenario.in_formats(weights).precision.weights.bytes
 
 
+def _derive_weight_intensity(scenario: Resolved, weights=None):
+    fmt = scenario.in_formats(weights).precision.weights
+    return closed_form(f"FLOP per byte of {fmt.name} block weights read, for each position of a pass", FLOP / BYTES,
+                       roofline.FLOP_PER_WEIGHT / fmt.bytes, "f / (bits / 8)",
+                       (f"{fmt.name}: {fmt.source} (models/precision.py)",),
+                       f=Symbol(roofline.FLOP_PER_WEIGHT, FLOP, "FLOP of one weight for one position: a multiply and an add"),
+                       bits=Symbol(fmt.bits, COUNT, "bits a stored weight takes, scales and zero points included"))
+
+
+@topic.term(depends=("scenario",), returns=Returns("intensity", "FLOP per byte of block weights read, per position"),
+            derive=_derive_weight_intensity)
+def weight_intensity(scenario: Resolved, weights=None) -> float:
+    """The arithmetic a pass does for each byte of block weights it reads, per position: a multiply
+    and an add per weight, over the bytes a weight takes in the scenario's format (or `weights`)."""
+    return roofline.FLOP_PER_WEIGHT / scenario.in_formats(weights).precision.weights.bytes
+
+
 @topic.term(depends=("scenario",), returns=Returns("count", "positions per pass at the GEMMs' ridge"),
             derive=_derive_ridge_tokens)
 def ridge_tokens(scenario: Resolved, which: str = "target", weights=None):
