@@ -102,7 +102,10 @@ def test_explain_prints_each_number_on_the_line_with_its_derivation(cat, capsys,
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["nowhere.md:3"], "nowhere.md: no such file"),
+    (["nowhere.md:3"], "nowhere.md: no such file; valid: docs/explainers/batching.md"),
+    (["docs/explainers/roofine.md:3"], "did you mean 'docs/explainers/roofline.md'"),
+    ([], "the following arguments are required: where"),
+    ([f"{ROOFLINE}:LINE", "--sett", "a=1"], "unrecognized arguments"),
     ([f"{ROOFLINE}:1"], "no computed number on this line; the nearest is on line"),
     ([f"{ROOFLINE}:LINE", "--set", "speed=3"], "--set speed: not a slider or switch field of this page; valid: prompt, batch"),
     ([f"{ROOFLINE}:LINE", "--set", "prompt=100"], "off the slider's grid; prompt runs 128 to 8192 in steps of 128"),
@@ -132,24 +135,18 @@ def page_calls(cat) -> list[tuple[str, int, str, tuple, dict, object]]:
     """(page, line, term, args, kwargs, resolved scenario) of every term call in every page's inline
     numbers, its arguments evaluated at the sliders' defaults under the page's default scenario."""
     import ast
-    from explainer_gen.compute.numbers import dotted, evaluate, find_inline, parse_expr, Expr
-    from explainer_gen.compute.pages import parse_controls
+    from explainer_gen.compute.numbers import dotted, evaluate, Expr
+    from explainer_gen.compute.pages import page_numbers, read_page
     from explainer_gen.compute.vocabulary import vocabulary
-    from explainer_gen.sources.markdown import scan_fences, split_front_matter
-    from models.yamlsource import load_yaml
 
     out = []
     for path in sorted((REPO / "docs").rglob("*.md")):
-        rel, source = path.relative_to(REPO).as_posix(), path.read_text()
-        front, offset = split_front_matter(source)
-        controls = parse_controls((load_yaml(front, rel, 2) if front is not None else {}) or {}, rel, cat)
-        lines = source.split("\n")
-        _, inside = scan_fences(lines)
-        inside.update(range(offset))
+        rel = path.relative_to(REPO).as_posix()
+        text = read_page(path.read_text(), rel, cat)
+        controls = text.controls
         r = resolve(controls.scenario, cat)
         env = {**vocabulary(r, cat), **{n: s.default for n, s in controls.sliders.items()}}
-        for item in find_inline(lines, inside, rel):
-            expr = parse_expr(item.expr, set(REGISTRY.terms), controls.sliders, rel, item.line)
+        for item, expr, *_ in page_numbers(text, rel, set(REGISTRY.terms), REGISTRY.returns()):
             called = {id(n.func) for n in ast.walk(expr.tree) if isinstance(n, ast.Call)}
             for node in ast.walk(expr.tree):
                 if isinstance(node, ast.Call) and dotted(node.func) in REGISTRY.terms:
@@ -199,3 +196,26 @@ def test_every_derivation_gives_its_terms_value_at_every_call_the_pages_make(cat
                 assert part.recompute() == pytest.approx(part.result, rel=1e-9), (where, part.quantity, part.formula)
         checked.add(name)
     assert {"step", "bandwidth"} <= checked
+
+
+def test_explain_refuses_a_state_that_would_not_run_once_every_setting_is_made(cat, capsys, monkeypatch):
+    """The switch greys out a combination that cannot run; the command refuses it, judged after all
+    of its --set are made (a field set alone may not run where the pair does)."""
+    from explainer_gen.compute.numbers import find_inline
+    from explainer_gen.compute.pages import read_page
+
+    monkeypatch.chdir(REPO)
+    for path in sorted((REPO / "docs" / "explainers").glob("*.md")):
+        rel = path.relative_to(REPO).as_posix()
+        text = read_page(path.read_text(), rel, cat)
+        controls = text.controls
+        bad = next((c for c in controls.combinations() if c.key in controls.unfit), None)
+        if bad is None:
+            continue
+        sets = [a for f in controls.switch for a in ("--set", f"{f}={getattr(bad, f)}")]
+        line = next(i.line for i in find_inline(text.lines, set(text.inside), rel))
+        assert main(["explain", f"{rel}:{line}", *sets]) == 2
+        err = capsys.readouterr().err.strip()
+        assert controls.unfit[bad.key] in err and len(err.splitlines()) == 1, err
+        return
+    pytest.fail("no page's switch has a combination that cannot run, so this refusal is untested")

@@ -16,12 +16,11 @@ from pathlib import Path
 import numpy as np
 
 from models import load_catalogue
-from models.yamlsource import SourceError, load_yaml
+from models.yamlsource import SourceError, closest
 
-from ..sources.markdown import scan_fences, split_front_matter
 from .derivation import explain as derive_number
-from .numbers import evaluate, find_inline, fit_format, parse_expr, parse_format, parse_marks, shape_of
-from .pages import parse_controls
+from .numbers import evaluate
+from .pages import page_numbers, read_page
 from .resolved import resolve
 from .vocabulary import REGISTRY, vocabulary
 
@@ -54,12 +53,12 @@ def _state(controls, settings: list[str]):
                 raise Refused(f"--set {name}={raw}: not a choice of the switch; {name} is one of {', '.join(choices)}")
             chosen = controls.switch[name][choices.index(raw)]
             scenario = replace(scenario, **{name: chosen})
-            if scenario.key in controls.unfit:
-                raise Refused(f"--set {name}={raw}: {controls.unfit[scenario.key]}")
         else:
             names = [*controls.sliders, *controls.switch]
             raise Refused(f"--set {name}: not a slider or switch field of this page; "
                           + (f"valid: {', '.join(names)}" if names else "it has none"))
+    if scenario.key in controls.unfit:  # judged once every setting is made: a pair may run where one alone would not
+        raise Refused(f"{' '.join('--set ' + x for x in settings)}: {controls.unfit[scenario.key]}")
     return scenario, values
 
 
@@ -67,33 +66,25 @@ def explain_line(path: str, line: int, settings: list[str] = (), catalogue=None)
     """The text `explain` prints for the numbers on `path`'s line `line`."""
     file = Path(path)
     if not file.is_file():
-        raise Refused(f"{path}: no such file")
+        pages = sorted(p.as_posix() for p in Path("docs").rglob("*.md")) if Path("docs").is_dir() else []
+        raise Refused(f"{path}: no such file; " + (closest(path, pages) if pages else "run it from the project's folder"))
     catalogue = catalogue or load_catalogue()
-    source = file.read_text(encoding="utf-8")
-    front, offset = split_front_matter(source)
-    meta = load_yaml(front, path, 2) if front is not None else {}
-    controls = parse_controls(meta or {}, path, catalogue)
-    lines = source.split("\n")
-    _, inside = scan_fences(lines)
-    inside.update(range(offset))
-    items = [i for i in find_inline(lines, inside, path) if i.line == line]
-    if not items:
-        with_numbers = sorted({i.line for i in find_inline(lines, inside, path)})
+    text = read_page(file.read_text(encoding="utf-8"), path, catalogue)
+    controls = text.controls
+    numbers = list(page_numbers(text, path, set(REGISTRY.terms), REGISTRY.returns()))
+    here = [n for n in numbers if n[0].line == line]
+    if not here:
+        with_numbers = sorted({n[0].line for n in numbers})
         near = min(with_numbers, key=lambda n: abs(n - line)) if with_numbers else None
         raise Refused(f"{path}:{line}: no computed number on this line"
                       + (f"; the nearest is on line {near}" if near else "; the page has none"))
     scenario, values = _state(controls, list(settings))
     r = resolve(scenario, catalogue)
     env = {**vocabulary(r, catalogue), **values}
-    functions = {k for k in REGISTRY.terms}
     returns = REGISTRY.returns()
     derivers = REGISTRY.derivers(r, catalogue)
     out = [f"{path}:{line} at {scenario.key}" + "".join(f", {n}={v:g}" for n, v in values.items())]
-    for item in items:
-        expr = parse_expr(item.expr, functions, controls.sliders, path, item.line)
-        shape = shape_of(expr, returns, controls.sliders, item.expr, path, item.line)
-        fmt_text, _ = parse_marks(item.fmt, path, item.line, None)
-        fmt = fit_format(parse_format(fmt_text, path, item.line), shape, item, path)
+    for item, expr, shape, fmt, _ in here:
         with np.errstate(all="ignore"):
             raw = evaluate(expr, env)
         as_shown = str(raw) if isinstance(raw, str) or np.asarray(raw).dtype.kind in "US" else fmt(float(np.asarray(raw)))
@@ -108,13 +99,24 @@ def explain_line(path: str, line: int, settings: list[str] = (), catalogue=None)
     return "\n".join(out)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a mistake is one line (no usage block before it), exiting 2."""
+
+    def error(self, message: str):
+        raise Refused(f"{message}; write PAGE.md:LINE [--set NAME=VALUE ...]")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m explainer_gen explain",
+    parser = _Parser(prog="python -m explainer_gen explain",
                                      description="How each computed number on a page's line is made.")
     parser.add_argument("where", help="PAGE.md:LINE")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="a slider's value or a switch field's choice (repeatable)")
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except Refused as exc:
+        print(f"explain: {exc}", file=sys.stderr)
+        return 2
     path, _, line = args.where.rpartition(":")
     if not path or not line.isdigit():
         print(f"explain: {args.where!r}: write PAGE.md:LINE, as in docs/explainers/roofline.md:42", file=sys.stderr)

@@ -180,6 +180,51 @@ def parse_figure(fence: Fence, path: str, controls: PageControls, catalogue: Cat
     return request, scenario_map
 
 
+@dataclass(frozen=True)
+class PageText:
+    """A page's source as read: its controls, its lines, its fences, and the lines no inline
+    number is looked for on (fences and the front matter)."""
+
+    controls: PageControls
+    lines: list[str]
+    fences: list[Fence]
+    inside: frozenset[int]
+
+
+def read_page(source: str, path: str, catalogue: Catalogue) -> PageText:
+    """The one way a page's source is read, by the build and by `explain` alike."""
+    front, offset = split_front_matter(source)
+    meta = load_yaml(front, path, 2) if front is not None else {}
+    if front is not None and meta is not None and not isinstance(meta, dict):
+        raise SourceError(path, 2, "front matter must be a YAML mapping")
+    controls = parse_controls(meta or {}, path, catalogue)
+    lines = source.split("\n")
+    try:
+        fences, inside = scan_fences(lines)
+    except SourceError as exc:
+        raise SourceError(path, exc.line, exc.message) from None
+    return PageText(controls, lines, fences, frozenset(inside | set(range(offset))))
+
+
+def page_numbers(text: PageText, path: str, functions: set[str], returns: dict[str, Any],
+                 assumptions: tuple[str, ...] | None = None):
+    """Each inline number of the page in order, checked as a build checks it: (its occurrence, its
+    parsed expression, its shape, its format fitted to that shape, its marks). Every mistake is a
+    SourceError at the number's line. `assumptions`: the names a mark may give (None: no marks
+    are read)."""
+    sliders = text.controls.sliders
+    for item in find_inline(text.lines, set(text.inside), path):
+        expr: Expr = parse_expr(item.expr, functions, sliders, path, item.line)
+        missing = undescribed(expr.calls)
+        if missing:
+            raise SourceError(path, item.line, f"inline number {{{{ {item.expr} }}}} calls {', '.join(missing)}, which "
+                              "declares no derivation: give the term derive= where it is defined (compute/derivation.py), "
+                              "so that the page can say how the number is made")
+        fmt_text, marks = parse_marks(item.fmt, path, item.line, assumptions)
+        shape = shape_of(expr, returns, sliders, item.expr, path, item.line)
+        yield item, expr, shape, fit_format(parse_format(fmt_text, path, item.line), shape, item, path), marks
+
+
 def _no_memory(identity: dict, make: Callable[[], NumberResult]) -> NumberResult:
     return make()
 
@@ -194,17 +239,8 @@ def build_page(source: str, path: str, catalogue: Catalogue,
     `compute.assumptions`), every choice of words is checked across the assumed constants' ranges;
     a fence of a language in `fence_checks` (the maths, which the render layer reads) is handed to
     its check with the page's path, which raises SourceError at its line."""
-    front, offset = split_front_matter(source)
-    meta = load_yaml(front, path, 2) if front is not None else {}
-    if front is not None and meta is not None and not isinstance(meta, dict):
-        raise SourceError(path, 2, "front matter must be a YAML mapping")
-    controls = parse_controls(meta or {}, path, catalogue)
-    lines = source.split("\n")
-    try:
-        fences, inside = scan_fences(lines)
-    except SourceError as exc:
-        raise SourceError(path, exc.line, exc.message) from None
-    inside.update(range(offset))
+    text = read_page(source, path, catalogue)
+    controls, fences = text.controls, text.fences
     page = PageBuild(path, controls)
 
     for fence in fences:
@@ -261,19 +297,11 @@ def build_page(source: str, path: str, catalogue: Catalogue,
                               shape.dim if shape.kind == "number" else None, shape.scale)
         return d.to_json()
 
-    for item in find_inline(lines, inside, path):
+    for item, expr, shape, fmt, marks in page_numbers(text, path, functions, returns,
+                                                       tuple(assumed.ASSUMPTIONS) if assumed else None):
         if item.key in page.numbers:
             continue
-        expr: Expr = parse_expr(item.expr, functions, controls.sliders, path, item.line)
-        missing = undescribed(expr.calls)
-        if missing:
-            raise SourceError(path, item.line, f"inline number {{{{ {item.expr} }}}} calls {', '.join(missing)}, which "
-                              "declares no derivation: give the term derive= where it is defined (compute/derivation.py), "
-                              "so that the page can say how the number is made")
         named.update(expr.names)
-        fmt_text, marks = parse_marks(item.fmt, path, item.line, tuple(assumed.ASSUMPTIONS) if assumed else None)
-        shape = shape_of(expr, returns, controls.sliders, item.expr, path, item.line)
-        fmt = fit_format(parse_format(fmt_text, path, item.line), shape, item, path)
         number_id = f"n{len(page.numbers)}"
         # The terms it calls go with it: the cache key holds their code (site/store.Store.number_key),
         # and a choice of words's holds the assumptions' too, since it is checked across them.
