@@ -13,6 +13,7 @@ import pytest
 from explainer_gen.__main__ import main
 from explainer_gen.compute.derivation import Derivation, show
 from explainer_gen.compute.resolved import default_scenario, resolve, unfit_reason
+from explainer_gen.compute.vocabulary.papers import PUBLISHED_FIELDS
 from explainer_gen.compute.vocabulary import REGISTRY
 from helpers import REPO
 from models import roofline
@@ -184,7 +185,9 @@ def test_every_derivation_gives_its_terms_value_at_every_call_the_pages_make(cat
         if isinstance(value, str) or np.asarray(value).dtype.kind in "USb":
             assert d.result == str(np.asarray(value)), where
             continue
-        si = float(np.asarray(value)) * term.returns.scale
+        # A paper's figure is held in the unit it was published in (papers.PUBLISHED_FIELDS says which).
+        scale = PUBLISHED_FIELDS.get(tuple(args), (None, 1.0))[1] if name == "published" else term.returns.scale
+        si = float(np.asarray(value)) * scale
         assert d.result == pytest.approx(si, rel=1e-12), where
         assert d.kind in ("closed form", "value", "search", "simulation"), where
         assert d.quantity.strip() and (d.sources or d.method), (where, "a derivation says where it comes from")

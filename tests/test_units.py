@@ -115,11 +115,71 @@ def test_arithmetic_across_dimensions_fails_at_the_line(functions, text, needle)
     assert str(err.value).startswith("p.md:3: inline number {{ " + text) and needle in str(err.value)
 
 
-def test_text_conditions_and_published_figures_are_not_numbers_of_a_dimension(functions):
+def test_text_and_conditions_are_not_numbers_of_a_dimension(functions):
     assert shape("name('target')", functions).kind == "text"
     assert shape("a > 0.5", functions).kind == "bool"
-    assert shape("published('kwon2023', 'kv_used_low')", functions).kind == "unknown"
-    assert shape("1 / published('kwon2023', 'kv_used_low')", functions).kind == "unknown"
+
+
+# -- figures read by their field (AS_PUBLISHED) ---------------------------------------------------------
+
+@pytest.mark.parametrize("text, dim, scale", [
+    ("published('kwon2023', 'kv_used_low')", RATIO, 1.0),
+    ("1 / published('kwon2023', 'kv_used_low')", RATIO, 1.0),
+    ("published('mlperf', 'tpot_p99_ms')", TIME, 1e-3),                    # written in milliseconds
+    ("published('frantar2025', 'full_speedup_batch_low')", COUNT, 1.0),
+    ("fitted('layer_s')", TIME, 1.0),
+    ("fitted('bandwidth')", RATIO, 1.0),
+    ("measured_value('trtllm-0.8.0-ttft-a100-fp16-7b-tp1-128')", TIME, 1.0),
+    ("measured_value('trtllm-0.8.0-ttft-a100-fp16-7b-tp1-128', 'tokens')", COUNT, 1.0),
+    ("measured_value('trtllm-0.17-throughput-a100-fp16-8b-tp1-128-128')", NAMED["rate"], 1.0),
+])
+def test_a_figure_read_by_its_field_has_the_dimension_its_derivation_gives(functions, text, dim, scale):
+    got = shape(text, functions)
+    assert got.kind == "number" and got.dim.uncounted == dim.uncounted and got.scale == pytest.approx(scale), got
+
+
+@pytest.mark.parametrize("text, fmt, needle", [
+    ("fitted('layer_s')", ".0f GB", "'GB' is bytes; use one of s, ms, us, µs"),
+    ("published('mlperf', 'tpot_p99_ms')", ".0f", "it needs a unit"),
+    ("measured_value('trtllm-0.8.0-ttft-a100-fp16-7b-tp1-128')", ".1f", "it needs a unit"),
+    ("measured_value('trtllm-0.8.0-ttft-a100-fp16-7b-tp1-128') + fitted('bandwidth')", ".1f ms", "a time and a ratio"),
+])
+def test_a_figure_read_by_its_field_must_be_shown_in_its_units(functions, text, fmt, needle):
+    with pytest.raises(SourceError, match=needle):
+        fitted(text, fmt, functions)
+
+
+def test_a_figure_in_milliseconds_shows_its_own_value_in_ms(functions):
+    assert fitted("published('mlperf', 'tpot_p99_ms')", ".0f ms", functions)(200.0) == "200\u00a0ms"
+
+
+def test_a_figure_whose_field_says_nothing_or_whose_arguments_are_not_written_is_unchecked(functions):
+    """The negative control of the test below: a field the table does not list, and arguments the
+    shape cannot read without running the page, leave the number unknown."""
+    assert shape("published('kwon2023', 'not_a_field')", functions).kind == "unknown"
+    assert shape("fitted(name('weights'))", functions).kind == "unknown"
+    assert REGISTRY.returns()["published"].of_arguments("chen2023", "chips") is None  # listed nowhere
+
+
+def test_every_figure_the_pages_read_by_its_field_has_a_dimension(cat):
+    """Every call the pages make to a term whose dimension follows its arguments is one whose
+    dimension is known, so its number's format is checked like any other."""
+    import ast
+    from explainer_gen.compute.numbers import dotted
+    from explainer_gen.compute.pages import page_numbers, read_page
+    from helpers import REPO
+
+    returns, unknown, seen = REGISTRY.returns(), [], 0
+    for path in sorted((REPO / "docs").rglob("*.md")):
+        rel = path.relative_to(REPO).as_posix()
+        for item, expr, *_ in page_numbers(read_page(path.read_text(), rel, cat), rel, set(REGISTRY.terms), returns):
+            for node in ast.walk(expr.tree):
+                if isinstance(node, ast.Call) and returns.get(dotted(node.func)) and \
+                        returns[dotted(node.func)].dimension == "as published":
+                    seen += 1
+                    if shape(ast.unparse(node), set(REGISTRY.terms)).kind != "number":
+                        unknown.append(f"{rel}:{item.line}: {ast.unparse(node)}")
+    assert seen > 20 and unknown == []
 
 
 # -- the format must fit ---------------------------------------------------------------------------------

@@ -376,6 +376,19 @@ def shape_of(expr: Expr, returns: dict[str, Any], sliders: dict[str, Slider], te
                        "both sides must be the same quantity in the same units")
         return a
 
+    def published_shape(node: ast.AST, name: str, r: Any) -> Shape:
+        """A figure read by its field: its shape where its term can say from the arguments written out
+        (Returns.of_arguments; one not written out is `...`); unknown, and unchecked, otherwise."""
+        def written(a: ast.AST) -> Any:
+            try:
+                return ast.literal_eval(a)
+            except ValueError:
+                return ...  # not written out: only the page's run knows it
+        args = [written(a) for a in node.args] if isinstance(node, ast.Call) else []
+        kwargs = {k.arg: written(k.value) for k in node.keywords} if isinstance(node, ast.Call) else {}
+        said = r.of_arguments(*args, **kwargs) if r.of_arguments else None
+        return _UNKNOWN if said is None else Shape("number", said[0], float(said[1]))
+
     def go(node: ast.AST) -> Shape:
         if isinstance(node, ast.Expression):
             return go(node.body)
@@ -402,7 +415,7 @@ def shape_of(expr: Expr, returns: dict[str, Any], sliders: dict[str, Slider], te
                     out = agree(out, a, node, f"{name}() compares")
                 return out
             if r.dimension == "as published":
-                return _UNKNOWN
+                return published_shape(node, name, r)
             if r.dim is None:
                 return _TEXT
             return Shape("number", r.dim, float(r.scale))

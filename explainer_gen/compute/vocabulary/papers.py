@@ -17,7 +17,7 @@ import re
 from functools import lru_cache
 
 from models import papers
-from models.units import COUNT, RATIO, TIME
+from models.units import COUNT, NAMED, RATIO, TIME
 from models.yamlsource import closest
 
 from ..derivation import Derivation, Symbol, closed_form, search
@@ -86,9 +86,25 @@ def _figure(quantity: str, dim, result, paper: str, field: str, shown, entry: st
                       sources=(source,) if source else ())
 
 
+# What each figure `published` reads is, as models/published.yaml's comments and the papers give it:
+# its dimension by name (models/units.NAMED) and the SI value of the unit it is written in. A page
+# that reads a figure not listed here gets an unchecked number; a test holds every page's to this.
+PUBLISHED_FIELDS: dict[tuple[str, str], tuple[str, float]] = {
+    ("yu2022", "throughput_gain"): ("ratio", 1.0),
+    ("kwon2023", "kv_used_low"): ("ratio", 1.0), ("kwon2023", "kv_used_high"): ("ratio", 1.0),
+    ("kwon2023", "throughput_gain_low"): ("ratio", 1.0), ("kwon2023", "throughput_gain_high"): ("ratio", 1.0),
+    ("deepseek2024", "mtp_acceptance_low"): ("ratio", 1.0), ("deepseek2024", "mtp_acceptance_high"): ("ratio", 1.0),
+    ("deepseek2024", "mtp_tps_gain"): ("ratio", 1.0),
+    ("agrawal2024", "capacity_gain_low"): ("ratio", 1.0), ("agrawal2024", "capacity_gain_high"): ("ratio", 1.0),
+    ("mlperf", "tpot_p99_ms"): ("time", 1e-3), ("mlperf", "tpot_p99_interactive_ms"): ("time", 1e-3),
+    ("frantar2025", "full_speedup_batch_low"): ("count", 1.0), ("frantar2025", "full_speedup_batch_high"): ("count", 1.0),
+}
+
+
 def _derive_published(paper: str, field: str):
-    return _figure(f"{paper}: {field}, as published", None, published(paper, field), paper, field,
-                   published_entry(paper, field))
+    dimension, unit = PUBLISHED_FIELDS.get((paper, field), (None, 1.0))
+    return _figure(f"{paper}: {field}, as published", NAMED.get(dimension), published(paper, field) * unit, paper,
+                   field, published_entry(paper, field))
 
 
 @topic.term(depends=(), returns=Returns(AS_PUBLISHED, "figure a paper reports, by field"), derive=_derive_published)

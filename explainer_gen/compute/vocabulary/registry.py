@@ -27,7 +27,8 @@ dimension follows from its terms' and sliders' through its arithmetic, and its f
 (compute/numbers.py). Three returns are not a dimension: `TEXT` (a name or a phrase), `AS_ARGUMENTS`
 (min, max, abs, round: the dimension of what they are given) and `AS_PUBLISHED` (a figure read
 from a file, or a setting, whose dimension follows the field an argument names: `published`,
-`fitted`, `measured_value`; a number calling one is not checked).
+`fitted`, `measured_value`). A call to one is checked where its arguments say what it returns
+(`Returns.of_arguments`, by default the term's derivation at those arguments), and not otherwise.
 
 A term defined inside a class is named by its qualified name, `chen.c` for `c` in `class chen`:
 the class is only a namespace, never instantiated, and the expression writes `chen.c` or
@@ -38,7 +39,7 @@ from __future__ import annotations
 import functools
 import inspect
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -83,6 +84,10 @@ class Returns:
     dimension: str
     words: str
     scale: float = 1.0
+    # For AS_PUBLISHED: what a call with these arguments returns, (dimension, scale), or None where
+    # it cannot tell (an argument the page computes is `...`); for a term that declares none and
+    # reads no scenario, the registry asks the term's derivation.
+    of_arguments: Callable[..., tuple[Dim | None, float] | None] | None = field(default=None, compare=False)
 
     @property
     def dim(self) -> Dim | None:
@@ -236,8 +241,13 @@ class Registry:
                 for name, term in self.terms.items()}
 
     def returns(self) -> dict[str, Returns]:
-        """Name -> what the term returns, for every term."""
-        return {name: term.returns for name, term in self.terms.items()}
+        """Name -> what the term returns, for every term. A term whose dimension follows the field
+        its arguments name (AS_PUBLISHED) answers it for given arguments from its derivation, which
+        says what the figure is (its dimension, and its value in SI units beside the term's)."""
+        return {name: replace(term.returns, of_arguments=functools.partial(_published_shape, term))
+                if term.returns.dimension == AS_PUBLISHED and term.returns.of_arguments is None
+                and term.derive is not None and not term.depends
+                else term.returns for name, term in self.terms.items()}
 
     def simulated(self, names: Iterable[str]) -> list[str]:
         """Those of `names` that run a simulation."""
@@ -246,3 +256,20 @@ class Registry:
     def scenario_free(self, names: Iterable[str]) -> bool:
         """Whether an expression calling `names` reads no scenario: none of them declares one."""
         return all(self.terms[n].scenario_free for n in names)
+
+
+def _published_shape(term: Term, *args, **kwargs) -> tuple[Dim | None, float] | None:
+    """A scenario-free AS_PUBLISHED term's (dimension, scale) at these arguments: its derivation's
+    dimension, and the SI value of one unit of what the term returns (the derivation's result over
+    the term's value: 1e-3 for a figure published in milliseconds). None: the derivation names no
+    dimension, or the arguments are refused."""
+    if ... in args or ... in kwargs.values():
+        return None
+    try:
+        d = term.derive(*args, **kwargs)
+        value = float(term.fn(*args, **kwargs))
+    except (ValueError, KeyError, TypeError):
+        return None  # the number's own evaluation reports the mistake, at its line
+    if d.dim is None or not isinstance(d.result, float):
+        return None
+    return d.dim, (d.result / value if value else 1.0)

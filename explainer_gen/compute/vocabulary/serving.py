@@ -595,7 +595,13 @@ def serve_error(scenario: Resolved, scheduler, rate, chunk=CHUNK.default, prefix
                  scheduler, rate, chunk, prefix, field)
 
 
-@topic.term(depends=("scenario",), returns=Returns(AS_PUBLISHED, "peak memory share or requests running"),
+def _peak_shape(which, *rest, **kwargs):
+    """What `serve_peak(which, ...)` returns, by `which` alone: a share of memory, or a count of requests."""
+    return {"memory": (RATIO, 1.0), "running": (COUNT, 1.0)}.get(which)
+
+
+@topic.term(depends=("scenario",), returns=Returns(AS_PUBLISHED, "peak memory share or requests running",
+                                                    of_arguments=_peak_shape),
             simulated=True, derive=_derive_peak)
 def serve_peak(scenario: Resolved, which, scheduler, rate, chunk=CHUNK.default, prefix=PREFIX.default):
     """Over one run: "memory", the most KV cache promised at once as a share of what fits, or
