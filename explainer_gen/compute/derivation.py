@@ -72,7 +72,7 @@ class Derivation:
                 s = symbols.get(node.id)
                 return ast.Name(id=f"⟨{s.value if isinstance(s.value, str) else show(s.value, s.dim)}⟩") if s else node
         symbols = self.symbols
-        text = ast.unparse(Put().visit(tree))
+        text = ast.unparse(Put().visit(_floored(tree)))
         return _readable(text.replace("⟨", "").replace("⟩", ""))
 
     def to_json(self) -> dict:
@@ -106,8 +106,22 @@ class Derivation:
         return out
 
 
+def _floored(tree: ast.AST) -> ast.AST:
+    """`a // b` as a reader writes it: floor(a / b)."""
+    class Floor(ast.NodeTransformer):
+        def visit_BinOp(self, node):
+            self.generic_visit(node)
+            if isinstance(node.op, ast.FloorDiv):
+                return ast.Call(ast.Name("floor"), [ast.BinOp(node.left, ast.Div(), node.right)], [])
+            return node
+    return Floor().visit(tree)
+
+
 def _readable(text: str) -> str:
-    return text.replace(" * ", " × ").replace(" / ", " ÷ ")
+    """Arithmetic as a reader writes it: × ÷ and ^ for Python's * / and **, floor(a ÷ b) for a // b."""
+    if "//" in text:
+        text = ast.unparse(_floored(ast.parse(text, mode="eval")))
+    return text.replace(" ** ", "^").replace(" * ", " × ").replace(" / ", " ÷ ")
 
 
 def closed_form(quantity: str, dim: Dim, result: float, formula: str, sources: tuple[str, ...] = (),
