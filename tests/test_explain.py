@@ -222,3 +222,17 @@ def test_explain_refuses_a_state_that_would_not_run_once_every_setting_is_made(c
         assert controls.unfit[bad.key] in err and len(err.splitlines()) == 1, err
         return
     pytest.fail("no page's switch has a combination that cannot run, so this refusal is untested")
+
+
+def test_a_formula_is_written_as_a_reader_writes_it():
+    """Python's ** and // never reach the page: a power is ^ and a whole division floor(a ÷ b),
+    in the formula and with the values put in."""
+    from explainer_gen.compute.derivation import Symbol, closed_form
+    from models.units import RATIO
+
+    d = closed_form("requests that fit", RATIO, 8.0, "(m - w) // b ** 2", m=Symbol(100.0, BYTES), w=Symbol(20.0, BYTES),
+                    b=Symbol(3.0, BYTES))
+    page = d.to_json()
+    assert page["formula"] == "floor((m - w) ÷ b^2)"
+    assert page["substituted"].startswith("floor((100 bytes - 20 bytes) ÷ 3 bytes^2)".replace(" bytes", "\u00a0bytes"))
+    assert d.recompute() == 8.0 and "**" not in str(page) and "//" not in str(page)
