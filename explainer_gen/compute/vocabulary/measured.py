@@ -10,18 +10,17 @@ itself, a search, with the cost either side of it.
 from __future__ import annotations
 
 import dataclasses
-import math
-import re
 
 import numpy as np
 
 from models import estimate, kvcache, roofline, serving
 from models.roofline import FLOOR, Efficiency, StepTime
-from models.units import BYTES, COUNT, FLOP, NAMED, RATIO, TIME
+from models.units import BYTES, COUNT, NAMED, RATIO, TIME
 
-from ..derivation import Derivation, Symbol, closed_form, peak_words, search, simulation
+from ..derivation import Derivation, Symbol, closed_form, search, simulation
 from .papers import cite
 from .registry import AS_PUBLISHED, Returns, Topic
+from .roofline import FITTED, pass_form
 
 topic = Topic("measured")
 
@@ -85,81 +84,17 @@ def _measured(m: estimate.Measurement) -> Derivation:
 # -- a pass priced at an efficiency, as a closed form --------------------------------------------------
 
 def _pass_form(setup: estimate.Setup, st: StepTime, eff: Efficiency) -> tuple[str, dict[str, Symbol], list[str]]:
-    """One pass's seconds at `eff` (`StepTime.at`) as a formula over what it reads and computes:
-    the same kernel pieces (models.roofline.Kernels.times) in bytes, FLOPs and rates, each kernel
-    its reads and its arithmetic joined (the longer at the floor; with the fitted overlap K,
-    (r^K + a^K)^(1/K)), then the collectives and the fixed costs. Returns (formula, symbols, sources)."""
-    k = st.pieces
-    t, c, a, lg = (float(x) for x in st.carried)
-    n, acc, model = float(setup.cards), setup.acc, setup.model
-    bw, peak, f16 = acc.bandwidth, acc.peak(setup.precision.weights), acc.flops
-    floor = eff == FLOOR
-    sym = {
-        "n": Symbol(n, COUNT, "cards"), "B": Symbol(bw, BYTES / TIME, f"HBM bandwidth of one {acc.name}"),
-        "F": Symbol(peak, FLOP / TIME, peak_words(acc, setup.precision.weights)),
-        "F16": Symbol(f16, FLOP / TIME, "16-bit peak of one card"),
-        "t": Symbol(t, COUNT, "positions in the pass"),
-        "Wd": Symbol(k.dense_read * n * bw, BYTES, "block weights read"),
-        "Ad": Symbol(k.dense_position * n * peak, FLOP, "block arithmetic per position"),
-        "Wh": Symbol(k.head_read * n * bw, BYTES, "output head read"),
-        "Ah": Symbol(k.head_logit * n * f16, FLOP, "output head arithmetic per position"),
-        "l": Symbol(lg, COUNT, "positions through the output head"),
-        "Le": Symbol(k.lookup_position * n * bw, BYTES, "embedding row looked up per position"),
-        "Kc": Symbol(k.kv_cached * n * bw, BYTES / COUNT, "KV cache per cached token"),
-        "c": Symbol(c, COUNT, "cached tokens read"),
-        "Aa": Symbol(k.attention_attended * n * f16, FLOP / COUNT, "attention arithmetic per attended token"),
-        "a": Symbol(a, COUNT, "cached tokens attended to"),
-    }
-    share = {"bw": "", "gemm": "", "b16": "", "link": ""}
-    if not floor:
-        fmt = k.block_arithmetic  # the block GEMMs' format; the head and attention run at 16 bits
-        sym.update(eb=Symbol(eff.bandwidth, RATIO, "fitted share of the bandwidth reads attain"),
-                   eg=Symbol(eff.compute(fmt), RATIO, f"fitted share of the {fmt.upper()} peak the block GEMMs attain"))
-        if fmt != "bf16":
-            sym["e16"] = Symbol(eff.bf16, RATIO, "fitted share of the 16-bit peak (head, attention)")
-        sym.update(K=Symbol(eff.overlap, RATIO, "fitted overlap of a kernel's reads and arithmetic"),
-                   P=Symbol(eff.pass_s, TIME, "fitted fixed cost of a pass"),
-                   Y=Symbol(eff.layer_s, TIME, "fitted fixed cost of a layer, each pass"),
-                   N=Symbol(k.layers, COUNT, "layers"))
-        share = {"bw": "eb * ", "gemm": "eg * ", "b16": "e16 * " if fmt != "bf16" else "eg * ", "link": "el * "}
+    """One pass's seconds at `eff` (`StepTime.at`) as the step model writes it (vocabulary/roofline
+    `pass_form`, the one home of that closed form): at the floor, or the estimate at the fitted
+    terms. Returns (formula, symbols, sources), for the forms built on it."""
+    d = pass_form(setup.acc, setup.model, setup.cards, setup.precision, st, "seconds" if eff == FLOOR else "estimate",
+                  None if eff == FLOOR else eff, carried=_CARRIED_ANY)
+    return d.formula, dict(d.symbols), list(d.sources)
 
-    def join(reads: str, arithmetic: str) -> str:
-        if floor or eff.overlap == math.inf:
-            return f"max({reads}, {arithmetic})"
-        return f"(({reads}) ** K + ({arithmetic}) ** K) ** (1 / K)"
 
-    bwn, pk, pk16 = f"({share['bw']}n * B)", f"({share['gemm']}n * F)", f"({share['b16']}n * F16)"
-    kernels = [join(f"Wd / {bwn}", f"Ad * t / {pk}")]
-    if k.expert_read:
-        sym["We"] = Symbol(k.expert_read * k.reach(t) * n * bw, BYTES, "expert weights the positions reach")
-        sym["Ae"] = Symbol(k.expert_position * n * peak, FLOP, "routed expert arithmetic per position")
-        kernels.append(join(f"We / {bwn}", f"Ae * t / {pk}"))
-    if lg > 0:
-        kernels.append(join(f"Wh / {bwn}", f"Ah * l / {pk16}"))
-    kernels.append(f"Le * t / {bwn}")
-    kernels.append(join(f"Kc * c / {bwn}", f"Aa * a / {pk16}"))
-    sources = [acc.source, f"{model.name}: {model.source}"]
-    if n > 1:
-        rate = float(acc.peer_bandwidth(max(n, 2.0)))
-        link = f"({share['link']}L)"
-        sym.update(R=Symbol(float(roofline.allreduces(model)), COUNT, "all-reduces in the pass"),
-                   tau=Symbol(acc.allreduce_latency, TIME, "fixed cost of one collective (assumed)"),
-                   M=Symbol(k.comm_position * rate / roofline.allreduces(model), BYTES,
-                            "bytes each card sends per all-reduce per position"),
-                   L=Symbol(rate, BYTES / TIME, "one-way rate from a card to its group"),
-                   G=Symbol(k.gather_logit * rate, BYTES, "logit bytes gathered per position"))
-        if not floor:
-            sym["el"] = Symbol(eff.link, RATIO, "fitted share of that rate the collectives attain")
-        kernels.append(f"R * (tau + M * t / {link})" + (f" + tau + G * l / {link}" if lg > 0 else ""))
-        sources.insert(1, acc.allreduce_source)
-    formula = " + ".join(kernels)
-    if not floor:
-        formula = f"({formula} + P + N * Y)"
-        if eff.scale != 1.0:
-            sym["S"] = Symbol(eff.scale, RATIO, "a point of the estimate's band: every time priced this many times")
-            formula += " * S"
-    used = {name for name in sym if re.search(rf"\b{name}\b", formula)}
-    return formula, {name: s for name, s in sym.items() if name in used}, sources
+# What any priced pass carries: a prefill's positions are its prompt, a decode's one per request.
+_CARRIED_ANY = {"t": "positions in the pass", "c": "cached tokens read", "a": "cached tokens attended to",
+                "l": "positions through the output head"}
 
 
 def _throughput_pass(setup: estimate.Setup, input_tokens: float, output_tokens: float):
@@ -241,7 +176,7 @@ def _priced(m: estimate.Measurement, eff: Efficiency, label: str) -> Derivation:
                         tuple(sources), **sym)
         d = dataclasses.replace(d, parts=(_batch(m),))
     setup = f"{_MEASUREMENTS}, {m.id}: the setup priced"
-    fitted_ = () if eff == FLOOR else ("models/estimate.py: the terms fitted on models/measurements.yaml",)
+    fitted_ = () if eff == FLOOR or FITTED in d.sources else (FITTED,)
     return dataclasses.replace(d, sources=(*d.sources, setup, *fitted_))
 
 

@@ -47,27 +47,36 @@ FITTED = "the estimate's terms, fitted on the training measurements of models/me
 def _derive_steptime(r: Resolved, st: roofline.StepTime, which: str = "target", on=None, part: str = "seconds",
                      eff: roofline.Efficiency | None = None, quantity: str | None = None,
                      carried: dict[str, str] | None = None) -> Derivation:
-    """A priced pass `st` (models.roofline.StepTime, of `r`'s `which` model on its cards or `on` of
-    them) as a closed form over what it reads and computes, from the same kernel pieces
+    """`pass_form` for a pass of `r`'s `which` model on its cards, or on `on` of them."""
+    return pass_form(r.acc, r.model(which), r.cards if on is None else on, r.precision, st, part, eff, quantity, carried)
+
+
+def pass_form(acc, model, cards: float, precision, st: roofline.StepTime, part: str = "seconds",
+              eff: roofline.Efficiency | None = None, quantity: str | None = None,
+              carried: dict[str, str] | None = None) -> Derivation:
+    """A priced pass `st` (models.roofline.StepTime, of `model` on `cards` of `acc` in `precision`)
+    as a closed form over what it reads and computes, from the same kernel pieces
     `roofline.pass_time` prices it by (models.roofline.Kernels.times): each kernel the longer of
     its reads at the cards' bandwidth and its arithmetic at their peak, one after another, then
-    the collectives. Any pass: a decode pass, a verify pass, a prefill.
+    the collectives. Any pass: a decode pass, a verify pass, a prefill. The one home of this
+    closed form: the pages' step times and the measurements' floors and estimates are all it.
 
     `part` picks the whole pass ("seconds"), one kernel class ("gemm_s", "head_s", "lookup_s",
     "attention_s", "comm_s"), its reads of the weights or of the cache or its arithmetic alone
     ("weights_s", "kv_s", "compute_s"), its FLOP per byte read ("intensity"), its share of the
     peak ("utilisation"), or with `eff` (models.estimate's fitted Efficiency) the estimate of the
     pass ("estimate": every kernel below its roofline, plus the fixed costs). `carried`: the words
-    for what the pass carries (t, c, a, l) where they are not a decode pass's."""
+    for what the pass carries (t, c, a, l) where they are not a decode pass's. The fitted terms'
+    symbols (eb, eg, e16, K, P, N, Y, el, S) are named apart from what a formula built on this one
+    may name (a batch b, steps s)."""
     k = st.pieces
     t, c, a, lg = (float(np.asarray(x)) for x in st.carried)
-    n = float(r.cards if on is None else on)
-    acc, model = r.acc, r.model(which)
-    bw, peak, f16 = acc.bandwidth, acc.peak(r.precision.weights), acc.flops
+    n = float(cards)
+    bw, peak, f16 = acc.bandwidth, acc.peak(precision.weights), acc.flops
     said = {**_CARRIED, **(carried or {})}
     sym = {
         "n": Symbol(n, COUNT, "cards"), "B": Symbol(bw, BYTES / TIME, f"HBM bandwidth of one {acc.name}"),
-        "F": Symbol(peak, FLOP / TIME, peak_words(acc, r.precision.weights)),
+        "F": Symbol(peak, FLOP / TIME, peak_words(acc, precision.weights)),
         "F16": Symbol(f16, FLOP / TIME, "16-bit peak of one card"),
         "t": Symbol(t, COUNT, said["t"]),
         "Wd": Symbol(k.dense_read * n * bw, BYTES, "block weights read"),
@@ -87,17 +96,17 @@ def _derive_steptime(r: Resolved, st: roofline.StepTime, which: str = "target", 
         raise ValueError("an estimate's derivation needs the fitted terms (eff)")
     if estimated:
         blocks = k.block_arithmetic
-        sym.update(b=Symbol(eff.bandwidth, RATIO, "share of the HBM bandwidth a kernel's reads attain (fitted)"),
-                   cb=Symbol(eff.compute(blocks), RATIO,
+        sym.update(eb=Symbol(eff.bandwidth, RATIO, "share of the HBM bandwidth a kernel's reads attain (fitted)"),
+                   eg=Symbol(eff.compute(blocks), RATIO,
                              f"share of the {blocks.upper()} peak the block GEMMs attain (fitted)"),
-                   c16=Symbol(eff.bf16, RATIO, "share of the 16-bit peak the head and attention attain (fitted)"))
-        rb, rf, r16 = "(n * B * b)", "(n * F * cb)", "(n * F16 * c16)"
+                   e16=Symbol(eff.bf16, RATIO, "share of the 16-bit peak the head and attention attain (fitted)"))
+        rb, rf, r16 = "(n * B * eb)", "(n * F * eg)", "(n * F16 * e16)"
         if eff.overlap == math.inf:
             join = "max({}, {})".format
         else:
-            sym["p"] = Symbol(eff.overlap, RATIO, "how a kernel's reads and arithmetic overlap: (r^p + a^p)^(1/p), "
+            sym["K"] = Symbol(eff.overlap, RATIO, "how a kernel's reads and arithmetic overlap: (r^K + a^K)^(1/K), "
                                                   "1 none, infinite entirely (fitted)")
-            join = "(({}) ** p + ({}) ** p) ** (1 / p)".format
+            join = "(({}) ** K + ({}) ** K) ** (1 / K)".format
     else:
         rb, rf, r16, join = "(n * B)", "(n * F)", "(n * F16)", "max({}, {})".format
     gemm = join(f"Wd / {rb}", f"Ad * t / {rf}")
@@ -116,8 +125,8 @@ def _derive_steptime(r: Resolved, st: roofline.StepTime, which: str = "target", 
         rate = float(acc.peer_bandwidth(group))
         link = "L"
         if estimated:
-            sym["lam"] = Symbol(eff.link, RATIO, "share of the peer rate the collectives' bytes attain (fitted)")
-            link = "(L * lam)"
+            sym["el"] = Symbol(eff.link, RATIO, "share of the peer rate the collectives' bytes attain (fitted)")
+            link = "(L * el)"
         sym.update(R=Symbol(float(roofline.allreduces(model)), COUNT, "all-reduces in the pass"),
                    tau=Symbol(acc.allreduce_latency, TIME, "fixed cost of one collective (assumed)"),
                    M=Symbol(k.comm_position * rate / roofline.allreduces(model), BYTES, "bytes each card sends per all-reduce per position"),
@@ -130,21 +139,21 @@ def _derive_steptime(r: Resolved, st: roofline.StepTime, which: str = "target", 
             + (" + Kc * c" if c > 0 else ""))
     parts: tuple[Derivation, ...] = ()
     if part == "utilisation":
-        floor = _derive_steptime(r, st, which, on, "seconds", quantity="time of that pass, at its floor",
-                                 carried=carried)
+        floor = pass_form(acc, model, cards, precision, st, "seconds", quantity="time of that pass, at its floor",
+                          carried=carried)
         sym["T"] = Symbol(float(np.asarray(st.seconds)), TIME, "time of the pass, at its floor (below)")
         parts = (floor,)
     if estimated:
         edge = fitted_estimate.fitted().at_limit  # the terms the data pushed to the edge of their range
         limit = " (fitted, pushed to the edge of its range: near 0)"
-        sym.update(f0=Symbol(eff.pass_s, TIME, "fixed cost of a pass" + (limit if "pass_s" in edge else " (fitted)")),
+        sym.update(P=Symbol(eff.pass_s, TIME, "fixed cost of a pass" + (limit if "pass_s" in edge else " (fitted)")),
                    N=Symbol(float(k.layers), COUNT, "layers"),
-                   fl=Symbol(eff.layer_s, TIME, "fixed cost of a layer, each pass"
-                             + (limit if "layer_s" in edge else " (fitted)")))
-        whole = f"{whole} + f0 + N * fl"
+                   Y=Symbol(eff.layer_s, TIME, "fixed cost of a layer, each pass"
+                            + (limit if "layer_s" in edge else " (fitted)")))
+        whole = f"{whole} + P + N * Y"
         if eff.scale != 1.0:
-            sym["s"] = Symbol(eff.scale, RATIO, "factor on the estimate across its band")
-            whole = f"({whole}) * s"
+            sym["S"] = Symbol(eff.scale, RATIO, "factor on the estimate across its band: every time priced this many times")
+            whole = f"({whole}) * S"
     terms = {"seconds": whole, "estimate": whole,
              "weights_s": f"({read.replace(' + Kc * c', '')}) / (n * B)",
              "kv_s": "Kc * c / (n * B)",
