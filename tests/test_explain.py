@@ -236,3 +236,19 @@ def test_a_formula_is_written_as_a_reader_writes_it():
     assert page["formula"] == "floor((m - w) ÷ b^2)"
     assert page["substituted"].startswith("floor((100 bytes - 20 bytes) ÷ 3 bytes^2)".replace(" bytes", "\u00a0bytes"))
     assert d.recompute() == 8.0 and "**" not in str(page) and "//" not in str(page)
+
+
+def test_passes_one_after_another_share_what_they_share_and_number_what_differs():
+    """Closed forms added up keep a symbol that every form gives alike, and number one that differs
+    in every form that names it; the sum recomputes to the forms' total."""
+    from explainer_gen.compute.derivation import Symbol, closed_form, one_after_another
+
+    B = Symbol(2.0e12, BYTES / TIME, "bandwidth")
+    first = closed_form("a pass", TIME, 3.0, "W / B + t / B", W=Symbol(4e12, BYTES), t=Symbol(2e12, BYTES), B=B)
+    second = closed_form("a pass", TIME, 2.0, "W / B + t / B", W=Symbol(4e12, BYTES), t=Symbol(0.0, BYTES), B=B)
+    both = one_after_another("two passes", 5.0, [first, second])
+    assert set(both.symbols) == {"W", "B", "t1", "t2"}
+    assert both.formula == "(W / B + t1 / B) + (W / B + t2 / B)"
+    assert both.recompute() == pytest.approx(5.0) and both.symbols["t2"].words.endswith("pass 2")
+    alone = one_after_another("one pass", 3.0, [first])
+    assert alone.formula == first.formula and alone.quantity == "one pass"

@@ -129,6 +129,31 @@ def closed_form(quantity: str, dim: Dim, result: float, formula: str, sources: t
     return Derivation("closed form", quantity, float(result), dim, formula, dict(symbols), sources=sources)
 
 
+def one_after_another(quantity: str, result: float, forms: list[Derivation], words: str = "pass") -> Derivation:
+    """Closed forms of one dimension added up (passes run one after another) as one closed form. A
+    symbol every form that names it gives the same value and words keeps its name; one that
+    differs between them is numbered in each (t1, t2, ...), its words saying whose it is."""
+    if len(forms) == 1:
+        f = forms[0]
+        return Derivation("closed form", quantity, float(result), f.dim, f.formula, f.symbols, sources=f.sources)
+    differ = {name for name in {n for f in forms for n in f.symbols}
+              if len({f.symbols[name] for f in forms if name in f.symbols}) > 1}
+    symbols: dict[str, Symbol] = {}
+    terms = []
+    for i, f in enumerate(forms, 1):
+        rename = {name: f"{name}{i}" for name in f.symbols if name in differ}
+
+        class Rename(ast.NodeTransformer):
+            def visit_Name(self, node):
+                return ast.Name(id=rename.get(node.id, node.id))
+        terms.append(f"({ast.unparse(Rename().visit(ast.parse(f.formula, mode='eval')))})")
+        for name, sym in f.symbols.items():
+            new = rename.get(name, name)
+            symbols[new] = Symbol(sym.value, sym.dim, f"{sym.words}, {words} {i}") if name in rename else sym
+    sources = tuple(dict.fromkeys(src for f in forms for src in f.sources))
+    return Derivation("closed form", quantity, float(result), forms[0].dim, " + ".join(terms), symbols, sources=sources)
+
+
 def value(quantity: str, dim: Dim, result: float, *sources: str) -> Derivation:
     return Derivation("value", quantity, float(result), dim, sources=tuple(sources))
 

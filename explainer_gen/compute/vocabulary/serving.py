@@ -6,17 +6,17 @@ are requests per second and latencies seconds. Arguments broadcast, like every t
 from __future__ import annotations
 
 import dataclasses
-import re
 
 import numpy as np
 
 from models import kvcache, roofline, serving
-from models.units import BYTES, COUNT, FLOP, RATIO, TIME
+from models.units import BYTES, COUNT, RATIO, TIME
 
-from ..derivation import Derivation, Symbol, closed_form, peak_words, search, show, simulation, value
+from ..derivation import Derivation, Symbol, closed_form, one_after_another, search, show, simulation, value
 from ..resolved import Resolved
 from ..sliders import CHUNK, PREFIX, RATE
 from .registry import AS_PUBLISHED, Returns, Topic
+from .roofline import pass_form
 
 topic = Topic("serving")
 
@@ -236,69 +236,27 @@ def _derive_short_capacity(scenario: Resolved, scheduler, chunk=CHUNK.default, p
                   f"deviation, models.serving.capacity_spread).", *_sources(scenario))
 
 
+# What a prompt's piece carries, as vocabulary/roofline.pass_form words it.
+_PIECE = {"t": "positions of the piece", "c": "prompt tokens already cached before it",
+          "a": "cached tokens its positions attend to: t × (c + t ÷ 2), each position to those before it",
+          "l": "positions through the output head: the prompt's last, in its last piece"}
+
+
 def _pass_form(scenario: Resolved, passes: list[tuple[float, float, float, bool]], quantity: str,
                result: float) -> Derivation:
     """The seconds of `passes` one after another, each (positions, cached tokens read, positions
-    through the output head, whether it is a prompt's piece), as a closed form over the kernel
-    pieces models.serving.PassCost prices a pass by (models.roofline.Kernels.times, at the floor):
-    each kernel the longer of its reads at the cards' bandwidth and its arithmetic at their peak,
-    one after another, then the collectives. A prompt's piece of t positions after c cached ones
-    attends to t (c + t / 2) cached tokens (models.serving.prefill_alone); a pass with no cache and
-    no logits runs no attention and no head."""
-    acc, model, precision = scenario.acc, scenario.target, scenario.precision
-    k = serving.PassCost.of(acc, model, scenario.cards, precision)
-    n = float(scenario.cards)
-    bw, peak, f16 = acc.bandwidth, acc.peak(precision.weights), acc.flops
-    sym = {"n": Symbol(n, COUNT, "cards"), "B": Symbol(bw, BYTES / TIME, f"HBM bandwidth of one {acc.name}"),
-           "F": Symbol(peak, FLOP / TIME, peak_words(acc, precision.weights)),
-           "F16": Symbol(f16, FLOP / TIME, "16-bit peak of one card"),
-           "Wd": Symbol(k.dense_read * n * bw, BYTES, "block weights read"),
-           "Ad": Symbol(k.dense_position * n * peak, FLOP, "block arithmetic per position")}
-    many = len(passes) > 1
-    terms = []
-    for i, (t, c, logits, prompt) in enumerate(passes, 1):
-        x = str(i) if many else ""
-        of = f" of pass {i}" if many else ""
-        sym[f"t{x}"] = Symbol(float(t), COUNT, f"positions{of}")
-        parts = [f"max(Wd / (n * B), Ad * t{x} / (n * F))"]
-        if k.expert_read:
-            sym[f"We{x}"] = Symbol(k.expert_read * k.reach(t) * n * bw, BYTES,
-                                   f"expert weights the positions{of} reach")
-            sym["Ae"] = Symbol(k.expert_position * n * peak, FLOP, "routed expert arithmetic per position")
-            parts.append(f"max(We{x} / (n * B), Ae * t{x} / (n * F))")
-        if logits:
-            sym[f"l{x}"] = Symbol(float(logits), COUNT, f"positions{of} through the output head")
-            sym["Wh"] = Symbol(k.head_read * n * bw, BYTES, "output head read")
-            sym["Ah"] = Symbol(k.head_logit * n * f16, FLOP, "output head arithmetic per position")
-            parts.append(f"max(Wh / (n * B), Ah * l{x} / (n * F16))")
-        if k.lookup_position:
-            sym["Le"] = Symbol(k.lookup_position * n * bw, BYTES, "embedding row looked up per position")
-            parts.append(f"Le * t{x} / (n * B)")
-        if prompt:
-            sym["Aa"] = Symbol(k.attention_attended * n * f16, FLOP / COUNT, "attention arithmetic per attended token")
-            if c:
-                sym[f"c{x}"] = Symbol(float(c), COUNT, f"prompt tokens already cached before pass {i}")
-                sym["Kc"] = Symbol(k.kv_cached * n * bw, BYTES / COUNT, "KV cache per cached token")
-                parts.append(f"max(Kc * c{x} / (n * B), Aa * t{x} * (c{x} + t{x} / 2) / (n * F16))")
-            else:
-                parts.append(f"Aa * t{x} * t{x} / 2 / (n * F16)")
-        if n > 1:
-            rate = float(acc.peer_bandwidth(max(n, 2.0)))
-            r = float(roofline.allreduces(model))
-            sym.update(R=Symbol(r, COUNT, "all-reduces in a pass"),
-                       tau=Symbol(acc.allreduce_latency, TIME, "fixed cost of one collective (assumed)"),
-                       M=Symbol(k.comm_position * rate / r, BYTES, "bytes each card sends per all-reduce per position"),
-                       L=Symbol(rate, BYTES / TIME, "one-way rate from a card to its group"))
-            parts.append(f"R * (tau + M * t{x} / L)")
-            if logits:
-                sym["G"] = Symbol(k.gather_logit * rate, BYTES, "logit bytes gathered per position")
-                parts.append(f"tau + G * l{x} / L")
-        terms.append(" + ".join(parts))
-    formula = " + ".join(f"({t})" for t in terms) if many else terms[0]
-    used = {name for name in sym if re.search(rf"\b{name}\b", formula)}
-    more = (acc.allreduce_source,) if "tau" in used else ()
-    return closed_form(quantity, TIME, result, formula, (acc.source, *more, f"{model.name}: {model.source}"),
-                       **{name: x for name, x in sym.items() if name in used})
+    through the output head, whether it is a prompt's piece), as the step model writes a priced
+    pass (vocabulary/roofline.pass_form, the one home of that closed form; each pass priced by
+    models.roofline.pass_time, which models.serving.PassCost agrees with). A prompt's piece of t
+    positions after c cached ones attends to t (c + t / 2) cached tokens
+    (models.serving.prefill_alone); a pass with no cache and no logits runs no attention and no head."""
+    acc, model, precision, cards = scenario.acc, scenario.target, scenario.precision, scenario.cards
+    forms = []
+    for t, c, logits, prompt in passes:
+        attended = t * (c + t / 2.0) if prompt else 0.0
+        st = roofline.pass_time(acc, model, cards, t, c, attended, precision, logits)
+        forms.append(pass_form(acc, model, cards, precision, st, carried=_PIECE if prompt else None))
+    return one_after_another(quantity, result, forms)
 
 
 def _derive_pass(scenario: Resolved, positions):
