@@ -73,7 +73,13 @@ def fresh(attempts: int = 3):
         for name in [n for n in sys.modules if n == "models" or n.startswith("models.")
                      or (n.startswith("explainer_gen.") and n not in _KEPT)
                      or any(n == p or n.startswith(p + ".") for p in plugins)]:
-            del sys.modules[name]
+            module = sys.modules.pop(name)
+            # The package that stays (explainer_gen) holds its submodules as attributes, which
+            # `from . import host` reads before sys.modules: left there, the new core would run the
+            # old host and cache, and keep the whole old generator (both registries) alive.
+            parent, _, child = name.rpartition(".")
+            if getattr(sys.modules.get(parent), child, None) is module:
+                delattr(sys.modules[parent], child)
         importlib.invalidate_caches()
         core = importlib.import_module(__name__)
         reloaded = True

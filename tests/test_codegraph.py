@@ -213,28 +213,49 @@ def test_what_a_save_of_each_model_recomputes(graph):
     figure, whose serving runs it prices; of the roofline, all."""
     code = CodeKeys(graph, core.CODE.versions)
 
-    def recomputed(path):
-        after = CodeKeys(edited(graph, path), core.CODE.versions)
-        return {k for k in REGISTRY if after.figure(k) != code.figure(k)}
+    def recomputed(path, graph=graph):
+        before, after = (CodeKeys(g, core.CODE.versions) for g in (graph, edited(graph, path)))
+        return {k for k in REGISTRY if after.figure(k) != before.figure(k)}
     def kinds_in(module):  # the issue's cases: a model's save recomputes the figures its page's kinds draw
         return {k for k, kind in REGISTRY.items() if type(kind).__module__ == f"explainer_gen.compute.figures.{module}"}
-    assert recomputed("models/trees.py") == kinds_in("trees") == {"tree-yield", "tree-speedup", "draft-speedup",
-                                                                  "moe-verify"}
-    # The estimate (models/estimate.py) prices its serving runs with the serving simulation, so the
-    # kinds that draw the estimate recompute too: the measurements' figure, the step-time bands, and
-    # the kinds that draw published measurements over their curves (figures/overlay.py). Which kinds
-    # those are is read from each kind module's own imports (its bytecode), so a new kind that runs
-    # the serving model, the estimate or the overlay needs no edit here.
+    # Which kinds run a model is read from each kind module's own imports (its bytecode), so a new
+    # kind needs no edit here: `importing`, those whose module imports one of `modules` itself;
+    # `reaching`, those whose code reaches one through any module (the bytecode graph).
     def importing(*modules):
         return {k for k, kind in REGISTRY.items()
                 if set(modules) & bytecode_imports(Path(sys.modules[type(kind).__module__].__file__),
                                                    type(kind).__module__)}
+    expected = expected_graph()
+    def reaching(module):
+        return {k for k, kind in REGISTRY.items() if module in runs(expected, FIGURE_ENTRY + (type(kind).__module__,))}
+    # The tree model: the draft-trees page's kinds (figures/trees.py), which import it, and no others.
+    tree_kinds = importing("models.trees")
+    assert recomputed("models/trees.py") == tree_kinds
+    assert {"tree-yield", "tree-speedup", "draft-speedup", "moe-verify"} <= kinds_in("trees") <= tree_kinds < set(REGISTRY)
+    # The estimate (models/estimate.py) prices its serving runs with the serving simulation, so the
+    # kinds that draw the estimate recompute too: the measurements' figure, the step-time bands, and
+    # the kinds that draw published measurements over their curves (figures/overlay.py).
     estimate_kinds = importing("models.serving", "models.estimate", "explainer_gen.compute.figures.overlay")
     assert recomputed("models/serving.py") == estimate_kinds
     assert kinds_in("serving") | kinds_in("measured") | {"step-time"} <= estimate_kinds
     assert {"prefill-vs-decode", "batch-throughput"} <= importing("explainer_gen.compute.figures.overlay")
     assert {"serve-goodput", "serve-timeline", "serve-ttft", "serve-tpot", "serve-tbt"} <= kinds_in("serving")
-    assert recomputed("models/roofline.py") == set(REGISTRY)
+    # The roofline, which the other models build on: every kind that reaches it, the tree and the
+    # serving ones among them.
+    roofline_kinds = reaching("models.roofline")
+    assert recomputed("models/roofline.py") == roofline_kinds
+    assert tree_kinds | estimate_kinds <= roofline_kinds
+    # Negative controls: a graph that lost the tree kinds' edge to the tree model recomputes too
+    # little after its save, one that gave another kind's module that edge too much; both fail the
+    # comparison above.
+    trees, other = (graph.modules[f"explainer_gen.compute.figures.{m}"] for m in ("trees", "roofline"))
+    assert "models.trees" in trees.imports and "models.trees" not in other.imports
+    lost = dataclasses.replace(graph, modules={**graph.modules, trees.name: dataclasses.replace(
+        trees, imports=trees.imports - {"models.trees"})})
+    gained = dataclasses.replace(graph, modules={**graph.modules, other.name: dataclasses.replace(
+        other, imports=other.imports | {"models.trees"})})
+    assert recomputed("models/trees.py", lost) != tree_kinds
+    assert recomputed("models/trees.py", gained) > tree_kinds
     # A number that calls only roofline terms is left alone by a save of the tree model.
     assert code.number(["step"]) == CodeKeys(edited(graph, "models/trees.py"), core.CODE.versions).number(["step"])
 

@@ -20,6 +20,7 @@ stayed green. So nothing here asks whether an element exists: it asks what is di
 """
 from __future__ import annotations
 
+import json
 import re
 from html import unescape
 from pathlib import Path
@@ -104,8 +105,8 @@ SHARP = """f => { const m = f.querySelector('.eg-view .marks'), r = m.getBoundin
 
 # A canvas draws its text in whatever font is loaded when it draws (the loader waits for the
 # chart font before it draws a view): the family's faces must be loaded, not merely declared.
-CHART_FONT_LOADED = """() => [...document.fonts].filter(f => f.family.replace(/["']/g, '') === 'Explainer Sans')
-  .map(f => f.status).join() === 'loaded,loaded'"""
+CHART_FONT_LOADED = """() => [...document.fonts].filter(f => f.family.replace(/["']/g, '') === FAMILY)
+  .map(f => f.status).join() === 'loaded,loaded'""".replace("FAMILY", json.dumps(FONT_FAMILY))
 
 SIDEWAYS = "() => ({scroll: document.documentElement.scrollWidth, inner: innerWidth})"
 
@@ -292,10 +293,11 @@ def test_each_figure_displays_one_picture_before_and_after_it_goes_live(site, ba
 
 FONTS = """async () => {
   await document.fonts.ready;
-  return {check: document.fonts.check('12px "Explainer Sans"') && document.fonts.check('600 12px "Explainer Sans"'),
-          faces: [...document.fonts].filter(f => f.family.replace(/["']/g, '') === 'Explainer Sans')
+  const family = FAMILY;
+  return {check: document.fonts.check(`12px "${family}"`) && document.fonts.check(`600 12px "${family}"`),
+          faces: [...document.fonts].filter(f => f.family.replace(/["']/g, '') === family)
                                      .map(f => f.weight + ' ' + f.status)};
-}"""
+}""".replace("FAMILY", json.dumps(FONT_FAMILY))
 
 TEXTS = """svg => {
   const b = svg.getBoundingClientRect();

@@ -16,7 +16,7 @@ import yaml
 import explainer_gen.compute.vocabulary as vocab
 from explainer_gen.sources.controls import Scenario
 from explainer_gen.compute.numbers import evaluate, parse_expr
-from explainer_gen.compute.pages import build_page
+from explainer_gen.compute.pages import build_page, page_numbers, read_page
 from explainer_gen.compute.vocabulary import DEPENDENCIES, REGISTRY, Registry, Term, TermError, Topic
 from explainer_gen.compute.derivation import value
 from explainer_gen.compute.vocabulary.registry import Returns, check
@@ -268,6 +268,49 @@ def test_no_page_uses_a_string_keyed_accessor():
     for page in (REPO / "docs").rglob("*.md"):
         found = re.findall(r"\{\{[^}]*\b(?:chen|sampler|leviathan|shape)\(['\"]", page.read_text())
         assert not found, (page, found)
+
+
+# -- every term is called by some page -------------------------------------------------------------
+
+# Terms that no page calls, kept on purpose: name -> the reason (a term that only other terms call,
+# a term a test needs). Any other term that no page calls is dead, and is removed.
+UNCALLED: dict[str, str] = {}
+
+
+def called_by_pages(cat) -> set[str]:
+    """Every term called by the inline numbers of some page in docs/, read as a build reads them
+    (pages.read_page, pages.page_numbers)."""
+    called = set()
+    for path in sorted((REPO / "docs").rglob("*.md")):
+        rel = path.relative_to(REPO).as_posix()
+        text = read_page(path.read_text(encoding="utf-8"), rel, cat)
+        for _, expr, *_ in page_numbers(text, rel, set(REGISTRY.terms), REGISTRY.returns()):
+            called |= expr.calls
+    return called
+
+
+def uncalled(registry: Registry, called: set[str], kept: dict[str, str] = UNCALLED) -> list[str]:
+    """The registry's terms that no page calls and that are not kept on purpose."""
+    return sorted(set(registry.terms) - called - set(kept))
+
+
+def _never_called() -> float:
+    return 1.0
+
+
+def test_every_term_is_called_by_some_page_or_kept_for_a_reason(cat):
+    called = called_by_pages(cat)
+    assert len(called) > 100
+    assert uncalled(REGISTRY, called) == [], "no page calls these terms: remove them, or keep them in UNCALLED, saying why"
+    for name, reason in UNCALLED.items():  # the list goes stale when a term goes, or a page starts calling it
+        assert name in REGISTRY.terms and name not in called and reason.strip(), name
+    # Negative control: a term registered beside the shipped ones, which no page calls, is reported;
+    # kept in the list, with its reason, it is not.
+    topic = Topic("scratch")
+    topic.add("never_called", _never_called, depends=(), returns=SOME)
+    registry = Registry(*vocab.TOPICS, topic)
+    assert uncalled(registry, called) == ["never_called"]
+    assert uncalled(registry, called, {**UNCALLED, "never_called": "a test needs it"}) == []
 
 
 # -- one formula for KV-cache bytes per token ------------------------------------------------------

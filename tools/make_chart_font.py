@@ -7,7 +7,8 @@ under explainer_gen/assets/fonts/. vl-convert measures chart text with the .otf 
 readers' browsers draw it with the .woff2 files cut from the same outlines, so a label is
 drawn by the font that measured it on every machine. The family is renamed so that a
 different version of Inter installed on the build machine or a reader's can never stand in.
-Needs fonttools and brotli (pip install fonttools brotli).
+Needs fonttools and brotli (pip install fonttools brotli), and explainer_gen (the project's
+.venv), whose theme names the family and the folder.
 """
 from __future__ import annotations
 
@@ -17,8 +18,7 @@ from pathlib import Path
 from fontTools import subset
 from fontTools.ttLib import TTFont
 
-FAMILY = "Explainer Sans"
-OUT = Path(__file__).resolve().parents[1] / "explainer_gen" / "assets" / "fonts"
+from explainer_gen.theme import FONT_DIR as OUT, FONT_FAMILY as FAMILY  # the family the charts and pages name
 WEIGHTS = {"Regular": 400, "SemiBold": 600}
 # Printable ASCII, Latin-1, dashes, quotes, ellipsis, thin and narrow spaces, arrows, and the
 # math signs that d3-format and our labels write (minus, times, approx., inequalities).

@@ -249,12 +249,6 @@ def layers(scenario: Resolved, which: str = "target") -> float:
     return float(model(scenario, which).layers)
 
 
-@topic.term(depends=("scenario",), returns=Returns("count", "hidden size of the model"),
-            derive=_shape_of("hidden", "hidden size"))
-def hidden(scenario: Resolved, which: str = "target") -> float:
-    return float(model(scenario, which).hidden)
-
-
 @topic.term(depends=("scenario",), returns=Returns("count", "query heads of the model"),
             derive=_shape_of("heads", "query heads"))
 def heads(scenario: Resolved, which: str = "target") -> float:
