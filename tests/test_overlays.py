@@ -152,7 +152,7 @@ def test_a_figure_draws_the_measurements_of_its_own_setup(site, page, anchor):
     href = re.search(r'<a href="([^"]+)" download>', fig).group(1)
     text = (site / "explainers" / page / href).resolve().read_text()
     table = list(csv.DictReader(io.StringIO(text)))
-    named = {r["measurement (id)"]: r for r in table if r["measurement (id)"]}
+    named = {r["measurement id"]: r for r in table if r["measurement id"]}
     assert sorted(named) == sorted(want)
     for key, r in named.items():
         assert r["engine"] == want[key].raw["engine"] and r["measured setup"] and r["source"]

@@ -27,7 +27,7 @@ from .timing import Timing
 from ..sources.controls import SCENARIO_TABLE, Scenario, Slider
 from .resolved import Resolved, resolve
 from .figures import REGISTRY, TableView
-from .figures.base import rows_at
+from .figures.base import Column, rows_at
 from .. import theme
 
 VL_VERSION = "6.4"  # the bundle's Vega-Lite; equal to altair's SCHEMA_VERSION (major.minor)
@@ -138,14 +138,18 @@ def _check_finite(cols: dict[str, np.ndarray], req: FigureRequest, scenario: Sce
                               f"{name!r} at {where or 'the only position'} (scenario {scenario.key})")
 
 
-def _csv(cols: dict[str, np.ndarray], labels: dict[str, str], r: Resolved, catalogue: Catalogue) -> str:
-    """Every slider position, each row naming the scenario it was computed for."""
+def _csv(cols: dict[str, np.ndarray], columns: dict[str, Column], r: Resolved, catalogue: Catalogue) -> str:
+    """Every slider position, each row naming the scenario it was computed for; each column headed
+    by its declaration (`Column.header`, "time to first token, p99 (ms)")."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([f.csv for f in SCENARIO_TABLE] + [labels.get(c, c) for c in cols])
+    writer.writerow([f.csv for f in SCENARIO_TABLE] + [columns[c].header if c in columns else c for c in cols])
     scenario = r.scenario.names(catalogue)
+    names = list(cols)
     for row in zip(*(_round(v) for v in cols.values())):
-        writer.writerow([safe_csv_cell(x) for x in scenario + list(row)])
+        named = dict(zip(names, row))
+        writer.writerow([safe_csv_cell(x) for x in scenario]
+                        + [safe_csv_cell(x) if c not in columns or columns[c].holds(named) else "" for c, x in named.items()])
     return out.getvalue()
 
 

@@ -20,6 +20,14 @@ Two different classes registered under one name fail at once (`DuplicateFigureKi
 both modules: a kind never silently replaces another. Registering the same class again (a
 module reloaded, or named both by its module and by an entry point) is not a clash.
 
+Columns
+-------
+A kind declares each column of its long table as a `Column`: the quantity in words and, for a
+number, its dimension (a name of models.units.NAMED) and the unit its values are in. The CSV's
+header and a data table's are `Column.header`, ``words (unit)``: one declaration, one text.
+`@register` checks every declaration against models/units.py and refuses a kind whose unit is
+unknown or does not fit its dimension (`ColumnError`, naming the kind and the column).
+
 Rows at a slider position
 -------------------------
 `rows_at` (Python) and `slider_filter` (the Vega expression the browser runs) are the only
@@ -29,6 +37,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from types import ModuleType
@@ -36,9 +45,12 @@ from typing import ClassVar, Iterable, Mapping
 
 import numpy as np
 
+from models.units import BASES, NAMED, UNITS, Dim, fits, units_for
+from models.yamlsource import closest
+
 from ...sources.controls import SCENARIO_FIELDS, Slider
 from ..resolved import Resolved
-from ..numbers import Format, plural as plural_of
+from ..numbers import Format, looks_like_unit, plural as plural_of
 
 
 class _OnFirstUse:
@@ -57,6 +69,108 @@ class _OnFirstUse:
 alt = _OnFirstUse("altair")
 
 Columns = dict[str, np.ndarray]
+
+TEXT = "text"  # a column of words (a name, a label, a setting): no dimension and no unit
+COUNT, RATIO = "count", "ratio"  # the dimensionless numbers, which may go without a unit
+_BASE_DIMS = dict(zip(BASES, (NAMED["time"], NAMED["bytes"], NAMED["FLOP"], NAMED["count"])))
+_NOUN = re.compile(r"[a-z]+(?: [a-z]+)*")
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a kind's long table, as the reader sees it: the quantity in `words`, its
+    `dimension` (a name of models.units.NAMED, or TEXT), and the `unit` its numbers are in.
+
+    The unit is a key of models.units.UNITS that fits the dimension ("ms" for a time, "GB",
+    "TFLOP/s", "x" for a ratio that is a multiple); or, for a dimension UNITS has no unit for,
+    something counted or a base of models.units per one of its units: "tokens/s" or
+    "requests/s" for a rate (counts are named, as a unit ignores them), "FLOP/B" for an
+    intensity; or, for a count, the noun it counts ("tokens"). Text, counts and ratios may go
+    without; every other dimension needs one. "%" only where the numbers are percents, not
+    fractions: the header names the unit of the numbers as written.
+    """
+
+    words: str
+    dimension: str = TEXT
+    unit: str = ""
+    # (column, value): the rows this column holds a number for, those whose `column` is `value`;
+    # on any other row the CSV leaves its cell empty (a throughput row has no latency, a curve's
+    # row no measurement), whatever filler the kind's arrays carry there.
+    only_where: tuple[str, str] | None = None
+
+    def holds(self, row: dict) -> bool:
+        return self.only_where is None or row.get(self.only_where[0]) == self.only_where[1]
+
+    @property
+    def header(self) -> str:
+        """`words (unit)`: the CSV's header, and a data table's within a header of its own."""
+        return f"{self.words} ({unit_text(self.unit)})" if self.unit else self.words
+
+    @property
+    def title(self) -> str:
+        """The header leading a data table's header cell: with a capital."""
+        return self.header[:1].upper() + self.header[1:]
+
+    @property
+    def dim(self) -> Dim | None:
+        return NAMED.get(self.dimension)
+
+
+def unit_text(unit: str) -> str:
+    """A unit as a header writes it: a key of UNITS as its numbers show it ("µs", "bytes", "×"),
+    anything else as declared ("tokens/s")."""
+    return UNITS[unit].suffix.strip() if unit in UNITS else unit
+
+
+def _part_dim(part: str) -> Dim | None:
+    """A numerator's dimension: a unit of UNITS, a base of models.units ("FLOP"), or a noun
+    counted ("tokens")."""
+    if part in UNITS:
+        return UNITS[part].dim
+    if part in _BASE_DIMS:
+        return _BASE_DIMS[part]
+    return NAMED["count"] if _NOUN.fullmatch(part) and not looks_like_unit(part) else None
+
+
+def column_problem(col: Column) -> str:
+    """What is wrong with a column's declaration, in words; "" when nothing is."""
+    if not isinstance(col, Column):
+        return (f"is declared as {col!r}; declare Column(words, dimension, unit), as in "
+                f"Column(\"time to first token, p99\", \"time\", \"ms\")")
+    if not col.words.strip():
+        return "needs its quantity in words"
+    if col.dimension == TEXT:
+        return f"is text, which has no unit, but declares {col.unit!r}" if col.unit else ""
+    dim = col.dim
+    if dim is None:
+        return f"declares an unknown dimension {col.dimension!r}; {closest(col.dimension, [TEXT, *NAMED])}"
+    known = units_for(dim)
+    if col.dimension == COUNT:
+        hint = "a count takes none, or the noun it counts, as in 'tokens'"
+    elif known:
+        hint = f"units of {col.dimension}: {', '.join(known)}"
+    else:
+        hint = (f"models/units.py has no unit of {col.dimension}: name what is counted, or a base of "
+                f"models/units.py, per one of its units, as in 'tokens/s' or 'FLOP/B'")
+    if not col.unit:
+        if col.dimension in (COUNT, RATIO):
+            return ""
+        return f"is {col.dimension} and needs a unit ({hint})"
+    unit = col.unit
+    if unit in UNITS:
+        if fits(dim, unit):
+            return ""
+        return f"declares unit {unit!r}, which is {UNITS[unit].dim.name}, not {col.dimension} ({hint})"
+    top, slash, bottom = unit.partition("/")
+    if slash and bottom in UNITS and (num := _part_dim(top)) is not None:
+        # `top` per `bottom` fits when `top` over the column's dimension is what `bottom` measures.
+        if fits(num / dim, bottom):
+            return ""
+        return f"declares unit {unit!r}, which is {(num / UNITS[bottom].dim).name}, not {col.dimension} ({hint})"
+    if not slash and col.dimension == COUNT and _part_dim(unit) == NAMED["count"]:
+        return ""  # the noun a count counts
+    return (f"declares an unknown unit {unit!r}: not a unit of models/units.py, nor a noun counted or a base "
+            f"per one of them ({hint}; every unit: {', '.join(UNITS)})")
 
 
 @dataclass(frozen=True)
@@ -84,8 +198,9 @@ class FigureKind:
     name: ClassVar[str]
     title: ClassVar[str]
     sliders: ClassVar[dict[str, Slider]]
-    # Column name -> human label, in CSV order.
-    columns: ClassVar[dict[str, str]]
+    # Column name -> its declaration (`Column`: words, dimension, unit), in CSV order. The CSV's
+    # header is each one's `header`; `@register` checks the units against models/units.py.
+    columns: ClassVar[dict[str, Column]]
     # The scenario fields `compute` reads. A page computes and stores the figure once for each
     # distinct choice of these only; the others are held at the page's default (pages.parse_figure).
     # A test changes every other field and checks that the figure's data do not move.
@@ -124,6 +239,10 @@ class DuplicateFigureKind(RuntimeError):
     """Two different classes claim one figure kind name."""
 
 
+class ColumnError(TypeError):
+    """A kind declares a column whose unit is unknown or does not fit its dimension."""
+
+
 def _origin(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
@@ -140,8 +259,22 @@ def register(cls: type[FigureKind]) -> type[FigureKind]:
         raise DuplicateFigureKind(
             f"figure kind {name!r} is registered twice: by {_origin(type(held))} (module {type(held).__module__}) "
             f"and by {_origin(cls)} (module {cls.__module__}); give one of them another name")
+    check_columns(cls)
     REGISTRY[name] = cls()
     return cls
+
+
+def check_columns(cls: type[FigureKind]) -> None:
+    """Refuse a kind whose column declarations do not hold (`column_problem`), naming the kind
+    and the column."""
+    columns = getattr(cls, "columns", None)
+    if not isinstance(columns, Mapping):
+        raise ColumnError(f"figure kind {cls.name!r} ({_origin(cls)}) needs a class attribute `columns`: "
+                          f"column name -> Column(words, dimension, unit)")
+    for name, col in columns.items():
+        problem = column_problem(col)
+        if problem:
+            raise ColumnError(f"figure kind {cls.name!r} ({_origin(cls)}): column {name!r} {problem}")
 
 
 def discover(package: str, path: Iterable[str]) -> list[str]:

@@ -11,7 +11,7 @@ from models import kvcache
 
 from ...sources.controls import Slider
 from ..resolved import Resolved
-from .base import alt, Columns, count, FigureKind, register, table_data, TableView
+from .base import alt, Column, Columns, count, FigureKind, register, table_data, TableView
 from .longform import part, stack
 
 CONTEXT_RANGE = (1024, 131072)
@@ -25,8 +25,8 @@ class KVSlots(FigureKind):
     name = "kv-slots"
     title = "Concurrent requests against context length"
     sliders: dict[str, Slider] = {}
-    columns = {"what": "row", "variant": "memory holds", "context": "context length (tokens)",
-               "slots": "concurrent requests"}
+    columns = {"what": Column("row"), "variant": Column("memory holds"), "context": Column("context length", "count", "tokens"),
+               "slots": Column("concurrent requests", "count")}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         """The lines on the scenario's cards, and a point on each at the scenario's context."""

@@ -18,16 +18,27 @@ from ..resolved import Resolved
 from ...theme import colour
 from . import overlay
 from .overlay import INSIDE, SPLITS, filled
-from .base import alt, Columns, FigureKind, register, table_data, TableView
+from .base import alt, Column, Columns, FigureKind, register, table_data, TableView
 
 KINDS = {"latency": ("latency", "ms", 1e3), "throughput": ("throughput", "tokens/s", 1.0)}
+# A latency's values and a throughput's have units of their own, so each value has a column for
+# each: `measured_ms` on a latency's row, `measured_tps` on a throughput's (0 on the other's in the figure's data; its CSV leaves that cell empty: Column.only_where).
+IN = {"latency": ("_ms", "time", "ms"), "throughput": ("_tps", "rate", "tokens/s")}
+VALUES = {"measured": "measured {}", "floor": "{} at the floor", "estimate": "estimated {}",
+          "low": "{}, the band's low end", "high": "{}, the band's high end"}  # in words, of "latency" or "throughput"
+
+
+def value(name: str) -> str:
+    """Vega: a row's value `name` (a key of VALUES) in its own kind's unit, for the tooltip."""
+    return f"datum.kind == '{KINDS['latency'][0]}' ? datum.{name}{IN['latency'][0]} : datum.{name}{IN['throughput'][0]}"
 
 
 def rows() -> Columns:
     data = estimate.load()
     fitted = estimate.fit(data)
-    out: dict[str, list] = {k: [] for k in ("id", "kind", "split", "setup", "engine", "measured", "floor",
-                                            "estimate", "low", "high", "ratio", "band", "source", "est_floor",
+    out: dict[str, list] = {k: [] for k in ("id", "kind", "split", "setup", "engine",
+                                            *(v + IN[k][0] for v in VALUES for k in KINDS),
+                                            "ratio", "band", "source", "est_floor",
                                             "meas_floor", "low_floor", "high_floor")}
     for m in data.rows:
         label, _, scale = KINDS[m.kind]
@@ -37,11 +48,9 @@ def rows() -> Columns:
         out["split"].append(SPLITS[m.split])
         out["setup"].append(overlay.describe(m))
         out["engine"].append(str(m.raw["engine"]))
-        out["measured"].append(m.value * scale)
-        out["floor"].append(m.price() * scale)
-        out["estimate"].append(est * scale)
-        out["low"].append(low * scale)
-        out["high"].append(high * scale)
+        for name, v in zip(VALUES, (m.value, m.price(), est, low, high)):
+            for k, (suffix, _, _) in IN.items():
+                out[name + suffix].append(v * scale if k == m.kind else 0.0)
         out["ratio"].append(m.value / est)
         out["band"].append(INSIDE[bool(inside)])
         out["source"].append(overlay.source(m))
@@ -57,11 +66,15 @@ class Measured(FigureKind):
     title = "Published measurements against the estimate"
     reads = ()
     sliders: dict[str, Slider] = {}
-    columns = {"id": "measurement", "kind": "kind", "split": "split", "setup": "setup", "engine": "engine",
-               "measured": "measured (ms or tokens/s)", "floor": "floor", "estimate": "estimate",
-               "low": "band low", "high": "band high", "ratio": "measured / estimate", "band": "in the band",
-               "source": "source", "est_floor": "estimate / floor", "meas_floor": "measured / floor",
-               "low_floor": "band low / floor", "high_floor": "band high / floor"}
+    columns = {"id": Column("measurement"), "kind": Column("kind"), "split": Column("split"), "setup": Column("setup"),
+               "engine": Column("engine"),
+               **{v + suffix: Column(words.format(KINDS[k][0]), dimension, unit, only_where=("kind", KINDS[k][0]))
+                  for v, words in VALUES.items() for k, (suffix, dimension, unit) in IN.items()},
+               "ratio": Column("measured over estimate", "ratio", "x"), "band": Column("in the band"),
+               "source": Column("source"), "est_floor": Column("estimate over the floor", "ratio", "x"),
+               "meas_floor": Column("measured over the floor", "ratio", "x"),
+               "low_floor": Column("the band's low end over the floor", "ratio", "x"),
+               "high_floor": Column("the band's high end over the floor", "ratio", "x")}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         return rows()
@@ -86,7 +99,8 @@ class Measured(FigureKind):
                 alt.Tooltip("floor:Q", title="floor", format=",.4~g"),
                 alt.Tooltip("ratio:Q", title="measured / estimate", format=".2f"),
                 alt.Tooltip("band:N", title="band")]
-        points = base.mark_point(size=70, strokeWidth=2).encode(
+        points = base.transform_calculate(**{v: value(v) for v in ("measured", "estimate", "floor")}).mark_point(
+            size=70, strokeWidth=2).encode(
             x=x, y=y,
             color=alt.Color("kind:N", title=None, scale=alt.Scale(domain=kinds, range=colours),
                             legend=alt.Legend(orient="bottom")),
@@ -101,10 +115,11 @@ class Measured(FigureKind):
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
         out = []
         for i in range(len(cols["id"])):
-            unit = {label: u for label, u, _ in KINDS.values()}[str(cols["kind"][i])]
-            fmt = (lambda v: f"{v:,.2f} ms") if unit == "ms" else (lambda v: f"{v:,.0f} tokens/s")
-            out.append([str(cols["setup"][i]), str(cols["engine"][i]), str(cols["split"][i]), fmt(cols["measured"][i]),
-                        fmt(cols["floor"][i]), fmt(cols["estimate"][i]), f"{cols['ratio'][i]:.2f}",
+            kind = next(k for k, (label, _, _) in KINDS.items() if label == str(cols["kind"][i]))
+            fmt = (lambda v: f"{v:,.2f} ms") if KINDS[kind][1] == "ms" else (lambda v: f"{v:,.0f} tokens/s")
+            mine = {v: cols[v + IN[kind][0]][i] for v in VALUES}
+            out.append([str(cols["setup"][i]), str(cols["engine"][i]), str(cols["split"][i]), fmt(mine["measured"]),
+                        fmt(mine["floor"]), fmt(mine["estimate"]), f"{cols['ratio'][i]:.2f}",
                         str(cols["band"][i])])
         return TableView(
             caption=("Every published measurement of models/measurements.yaml: its setup, what it measured, the "

@@ -27,13 +27,24 @@ from models import estimate
 
 from ..resolved import Resolved
 from ...theme import colour
-from .base import alt, Columns, TableView
+from .base import alt, Column, Columns, TableView
 from .longform import part
 
-# The overlay's columns, added to a kind's own (in CSV order, after them).
-COLUMNS = {"measurement": "measurement (id)", "setup": "measured setup", "engine": "engine", "source": "source",
-           "split": "training or held out", "band": "inside the estimate's band", "estimate": "estimate",
-           "low": "band, low end", "high": "band, high end", "floor": "at the floor (every kernel at its datasheet peak)"}
+
+def columns(dimension: str, unit: str) -> dict[str, Column]:
+    """The overlay's columns, added to a kind's own (in CSV order, after them): its numbers are in
+    the kind's y units, a `dimension` and `unit` as its own y column declares them."""
+    only = ("what", "measured")  # the measured points' rows; a curve's row holds none of these
+    return {"measurement": Column("measurement id", only_where=only), "setup": Column("measured setup", only_where=only),
+            "engine": Column("engine", only_where=only), "source": Column("source", only_where=only),
+            "split": Column("training or held out", only_where=only),
+            "band": Column("inside the estimate's band", only_where=only),
+            "estimate": Column("estimate", dimension, unit, only_where=only),
+            "low": Column("band, low end", dimension, unit, only_where=only),
+            "high": Column("band, high end", dimension, unit, only_where=only),
+            "floor": Column("at the floor, every kernel at its datasheet peak", dimension, unit, only_where=only)}
+
+
 TEXT = ("measurement", "setup", "engine", "source", "split", "band")
 NUMBERS = ("estimate", "low", "high", "floor")
 SPLITS = {"training": "training", "held-out": "held out"}

@@ -12,7 +12,7 @@ from models import papers
 
 from ...sources.controls import Slider
 from ..resolved import Resolved
-from .base import alt, Columns, FigureKind, register, table_data, TableView
+from .base import alt, Column, Columns, FigureKind, register, table_data, TableView
 
 LEVIATHAN = "Leviathan et al., Table 1"
 CHEN = "Chen et al., 70B target"
@@ -38,8 +38,9 @@ class PaperCheck(FigureKind):
     title = "Published speedups beside the model's"
     reads = ()
     sliders: dict[str, Slider] = {}
-    columns = {"setting": "setting", "source": "source", "a": "acceptance rate", "k": "lookahead",
-               "c": "draft cost over target step", "paper": "published speedup", "model": "model speedup"}
+    columns = {"setting": Column("setting"), "source": Column("source"), "a": Column("acceptance rate", "ratio"),
+               "k": Column("lookahead", "count"), "c": Column("draft cost over target step", "ratio"),
+               "paper": Column("published speedup", "ratio"), "model": Column("model speedup", "ratio")}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         return rows()

@@ -19,7 +19,7 @@ from models import prefill, roofline
 from ...sources.controls import Slider
 from ..resolved import Resolved
 from ...theme import colour
-from .base import alt, Columns, FigureKind, register, rows_at, slider_params, table_data, TableView
+from .base import alt, Column, Columns, FigureKind, register, rows_at, slider_params, table_data, TableView
 from ..sliders import PHASE_SLIDERS
 from . import overlay
 from .longform import follows, part, stack
@@ -43,10 +43,13 @@ class PrefillVsDecode(FigureKind):
     title = "Time per token against prompt length: prefill and decode"
     reads = ("accelerator", "cards", "target", "weights", "kv")
     sliders = {"prompt": PHASE_SLIDERS["prompt"]}
-    columns = {"what": "row", "phase": "phase", "tokens": "prompt length (tokens)", "ms": "ms per token",
-               "ms_decode": "decode ms per token at that length", "ratio": "decode over prefill, per token",
-               "attention": "share causal attention adds to prefill arithmetic", "prompt": "prompt slider",
-               **overlay.COLUMNS}
+    columns = {"what": Column("row"), "phase": Column("phase"), "tokens": Column("prompt length", "count", "tokens"),
+               "ms": Column("time per token of the row's phase", "time per count", "ms"),
+               "ms_decode": Column("decode time per token at that length", "time per count", "ms"),
+               "ratio": Column("decode over prefill, per token", "ratio", "x"),
+               "attention": Column("share causal attention adds to prefill arithmetic", "ratio"),
+               "prompt": Column("prompt length at the slider", "count", "tokens"),
+               **overlay.columns("time per count", "ms")}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         acc, m, n = r.acc, r.target, r.cards

@@ -15,7 +15,7 @@ from models import prefill, roofline
 
 from ...sources.controls import Slider
 from ..resolved import Resolved
-from .base import alt, Columns, FigureKind, register, rows_at, slider_params, table_data, TableView
+from .base import alt, Column, Columns, FigureKind, register, rows_at, slider_params, table_data, TableView
 from ..sliders import PHASE_SLIDERS
 from .longform import follows, part, stack
 
@@ -37,8 +37,9 @@ class Roofline(FigureKind):
     title = "Attainable FLOP/s against arithmetic intensity"
     reads = ("accelerator", "cards", "target", "context", "weights", "kv")
     sliders = PHASE_SLIDERS
-    columns = {"what": "row", "intensity": "arithmetic intensity (FLOP/byte)",
-               "tflops": "attainable TFLOP/s per card", "prompt": "prompt length", "batch": "decode batch"}
+    columns = {"what": Column("row"), "intensity": Column("arithmetic intensity", "intensity", "FLOP/B"),
+               "tflops": Column("attainable FLOP rate per card", "FLOP rate", "TFLOP/s"),
+               "prompt": Column("prompt length", "count", "tokens"), "batch": Column("decode batch", "count", "requests")}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         acc = r.acc

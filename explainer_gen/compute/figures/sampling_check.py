@@ -12,7 +12,7 @@ from models import sampling
 from ...sources.controls import Slider
 from ..resolved import Resolved
 from ...theme import colour
-from .base import alt, Columns, FigureKind, register, rows_at, slider_filter, slider_params, table_data, TableView
+from .base import alt, Column, Columns, FigureKind, register, rows_at, slider_filter, slider_params, table_data, TableView
 
 # The slider is named `drift`: an identifier that no Vega signal or expression function uses.
 DRIFT = Slider("drift", "Draft drift from the target", 0.0, 1.0, 0.1, 0.5, "ratio")
@@ -30,8 +30,9 @@ class SamplingCheck(FigureKind):
     title = "Output token frequencies: plain sampling beside speculative sampling"
     reads = ()
     sliders = {"drift": DRIFT}
-    columns = {"drift": "draft drift from the target", "token": "token", "series": "series",
-               "share": "share of tokens", "alpha": "acceptance rate sum min(p, q)"}
+    columns = {"drift": Column("draft drift from the target", "ratio"), "token": Column("token", "count"),
+               "series": Column("series"), "share": Column("share of tokens", "ratio"),
+               "alpha": Column("acceptance rate, min(p, q) summed over tokens", "ratio")}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         g = sampling.figure_grid(grid["drift"])

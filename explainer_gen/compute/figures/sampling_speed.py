@@ -12,7 +12,7 @@ from models import sampling, speculative
 from ...sources.controls import Slider
 from ..resolved import Resolved
 from ...theme import colour
-from .base import alt, Columns, FigureKind, register, rows_at, slider_filter, slider_params, table_data, TableView
+from .base import alt, Column, Columns, FigureKind, register, rows_at, slider_filter, slider_params, table_data, TableView
 from .sampling_check import DRIFT
 
 MEASURED = "Measured"
@@ -27,8 +27,9 @@ class SamplingSpeed(FigureKind):
     title = "Tokens per verify step: the simulated sampler against E(a, k)"
     reads = ()
     sliders = {"drift": DRIFT}
-    columns = {"drift": "draft drift from the target", "alpha": "acceptance rate", "k": "lookahead k",
-               "series": "series", "tokens": "tokens per verify step"}
+    columns = {"drift": Column("draft drift from the target", "ratio"), "alpha": Column("acceptance rate", "ratio"),
+               "k": Column("lookahead k", "count"), "series": Column("series"),
+               "tokens": Column("tokens per verify step", "count")}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         g = sampling.figure_grid(grid["drift"])

@@ -14,7 +14,7 @@ from models import batching
 from ...sources.controls import Slider
 from ..resolved import Resolved
 from ...theme import BOLD, colour
-from .base import alt, Columns, count, FigureKind, register, rows_at, slider_filter, slider_params, table_data, TableView
+from .base import alt, Column, Columns, count, FigureKind, register, rows_at, slider_filter, slider_params, table_data, TableView
 from .longform import part, stack
 
 SCHEDULERS = {"continuous": "Continuous batching", "static": "Static batching"}
@@ -51,9 +51,10 @@ class BatchSchedule(FigureKind):
         "batch": Slider("batch", "Batch size (slots)", 4, 32, 4, 8, "count"),
         "spread": Slider("spread", "Spread of output lengths", 0.0, 1.0, 0.1, 0.6, "ratio"),
     }
-    columns = {"batch": "batch size", "spread": "spread of output lengths", "sched": "scheduler",
-               "what": "row", "y0": "lane bottom", "y1": "lane top", "t0": "start (s)", "t1": "end (s)",
-               "tps": "tokens per second"}
+    columns = {"batch": Column("batch size", "count", "slots"), "spread": Column("spread of output lengths", "ratio"),
+               "sched": Column("scheduler"), "what": Column("row"), "y0": Column("lane bottom", "ratio"),
+               "y1": Column("lane top", "ratio"), "t0": Column("start", "time", "s"), "t1": Column("end", "time", "s"),
+               "tps": Column("throughput of the whole run", "rate", "tokens/s")}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         parts = [p for b in grid["batch"] for s in grid["spread"] for p in _rows(r, int(b), float(s))]

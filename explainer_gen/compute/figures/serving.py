@@ -16,11 +16,16 @@ from ..resolved import Resolved
 from ...theme import BOLD, colour
 from ..sliders import CHUNK, PREFIX, RATE
 from . import overlay
-from .base import alt, Columns, FigureKind, register, rows_at, slider_filter, slider_params, table_data, TableView
+from .base import alt, Column, Columns, FigureKind, register, rows_at, slider_filter, slider_params, table_data, TableView
 from .longform import part, stack
 
 # Arrival rates drawn on the x axis, and the rate slider of the timeline, are the same grid: RATE.
 LABELS = {"prefill-first": "Prefill first", "chunked": "Chunked prefill"}
+# The columns every figure here shares: where on the sliders, and at what arrival rate, a row is.
+SETTING = {"sched": Column("scheduler"), "chunk": Column("chunk size", "count", "positions"),
+           "prefix": Column("cached share of each prompt", "ratio")}
+RATE_COLUMN = Column("arrival rate", "rate", "requests/s")
+STATS = ("median", "p99")  # a latency figure's statistics, each a column of its own
 
 
 def _rates() -> np.ndarray:
@@ -82,6 +87,16 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:,.0f} ms" if seconds < 0.9995 else f"{seconds:,.3g} s"
 
 
+def _latency_columns(what: str, dimension: str) -> dict[str, Column]:
+    """A latency figure's columns: a line's row holds each statistic in a column of its own
+    ("time to first token, p99 (ms)"), the objective's row the objective in the p99's (it is the
+    p99's objective), a measured row the published mean in `ms`."""
+    words = what[0].lower() + what[1:]
+    return {"what": Column("row"), **SETTING, "rate": RATE_COLUMN,
+            **{stat: Column(f"{words}, {stat}", dimension, "ms") for stat in STATS},
+            "ms": Column(f"{words}, published mean", dimension, "ms"), **overlay.columns(dimension, "ms")}
+
+
 class _Latency(FigureKind):
     """Median and p99 of one latency against arrival rate, both schedulers, with the objective."""
 
@@ -91,25 +106,23 @@ class _Latency(FigureKind):
     measured: tuple[str, ...] = ()  # the published quantities (models/estimate.py) drawn over the lines
     reads = ("accelerator", "cards", "target", "weights", "kv")
     sliders = {"chunk": CHUNK, "prefix": PREFIX}
-    columns = {"what": "row", "sched": "scheduler", "chunk": "chunk size", "prefix": "cached share of each prompt",
-               "rate": "arrival rate (requests/s)", "stat": "statistic", "ms": "milliseconds", **overlay.COLUMNS}
 
     def points(self, r: Resolved) -> list[overlay.Point]:
         """Published means of this setup at their arrival rate, in ms."""
         return overlay.points(r, self.measured, lambda m: m.args["rate"], lambda m, v: v * 1e3)
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
-        parts = [part("objective", 1, sched="", chunk=0.0, prefix=0.0, rate=0.0, stat="objective",
-                      ms=self.objective * 1e3)]
+        parts = [part("objective", 1, sched="", chunk=0.0, prefix=0.0, rate=0.0, median=0.0,
+                      p99=self.objective * 1e3, ms=0.0)]
         placed = self.points(r)
         if placed:
-            parts.append(overlay.rows(placed, "ms", "rate", sched="", chunk=0.0, prefix=0.0, stat="mean"))
+            parts.append(overlay.rows(placed, "ms", "rate", sched="", chunk=0.0, prefix=0.0, median=0.0, p99=0.0))
         for sched, chunk, prefix in _settings(grid):
             runs = _summaries(r, sched, chunk, prefix)
-            for stat in ("median", "p99"):
-                parts.append(part("line", len(runs), sched=LABELS[sched], chunk=float(chunk), prefix=prefix,
-                                  rate=_rates(), stat=stat,
-                                  ms=np.array([getattr(s, f"{self.metric}_{stat}") for s in runs]) * 1e3))
+            parts.append(part("line", len(runs), sched=LABELS[sched], chunk=float(chunk), prefix=prefix,
+                              rate=_rates(), ms=0.0,
+                              **{stat: np.array([getattr(s, f"{self.metric}_{stat}") for s in runs]) * 1e3
+                                 for stat in STATS}))
         return stack([overlay.with_blank(p) for p in parts], list(self.columns))
 
     def chart(self, sliders: dict[str, Slider]) -> alt.TopLevelMixin:
@@ -122,16 +135,22 @@ class _Latency(FigureKind):
                               scale=alt.Scale(domain=["p99", "median"], range=[[1, 0], [5, 4]]),
                               legend=alt.Legend(orient="bottom", direction="horizontal", symbolType="stroke",
                                                 symbolStrokeWidth=2.5, symbolSize=400))
-        lines = base.transform_filter(f"datum.what == 'line' && {_follow(sliders)}").mark_line(
+        # A line's row holds both statistics; the lines are drawn one a statistic, so they are folded
+        # into a statistic and its value (`stat`, `ms`) here, in the chart, not in the table. The
+        # fold gives a rate's statistics together; `drawn` draws each line's points together, a
+        # scheduler's median, then its p99 (along the rates, as their rows come).
+        drawn = f"indexof({list(LABELS.values())!r}, datum.sched) * {len(STATS)} + indexof({list(STATS)!r}, datum.stat)"
+        lines = base.transform_filter(f"datum.what == 'line' && {_follow(sliders)}").transform_fold(
+            list(STATS), as_=["stat", "ms"]).transform_calculate(drawn=drawn).mark_line(
             strokeWidth=2.5, point=alt.OverlayMarkDef(size=30, filled=True)).encode(
-            x=_rate_axis(), y=y, color=_colour(), strokeDash=dash,
+            x=_rate_axis(), y=y, color=_colour(), strokeDash=dash, order="drawn:Q",
             tooltip=[alt.Tooltip("sched:N", title="scheduler"), alt.Tooltip("stat:N", title="statistic"),
                      alt.Tooltip("rate:Q", title="requests/s"), alt.Tooltip("ms:Q", title="ms", format=",.0f")])
         goal = base.transform_filter("datum.what == 'objective'")
-        rule = goal.mark_rule(strokeDash=[2, 3], color=colour("muted")).encode(y="ms:Q")
-        text = goal.transform_calculate(label="'objective for the p99: ' + format(datum.ms, ',.0f') + ' ms'").mark_text(
+        rule = goal.mark_rule(strokeDash=[2, 3], color=colour("muted")).encode(y="p99:Q")
+        text = goal.transform_calculate(label="'objective for the p99: ' + format(datum.p99, ',.0f') + ' ms'").mark_text(
             align="left", baseline="bottom", dy=-3, color=colour("muted")).encode(
-            x=alt.datum(0.3), y="ms:Q", text="label:N")
+            x=alt.datum(0.3), y="p99:Q", text="label:N")
         # Published means of this setup (overlay), each with its own estimate, for its own traffic, as
         # a bar over its band: the lines are the page's traffic with every pass at its floor.
         # Its key along the top, which the curves reach only at the highest rates, far right.
@@ -144,16 +163,17 @@ class _Latency(FigureKind):
         for rate in _rates():
             row = [f"{rate:g}"]
             for k in LABELS:
-                for stat in ("median", "p99"):
-                    i = picked[k] & (cols["rate"] == rate) & (cols["stat"] == stat)
-                    row.append(f"{cols['ms'][i][0]:,.0f}")
+                for stat in STATS:
+                    i = picked[k] & (cols["rate"] == rate)
+                    row.append(f"{cols[stat][i][0]:,.0f}")
             rows.append(row)
         c, p = sliders["chunk"].default, sliders["prefix"].default
+        # Headed as the CSV is, by the columns' declarations, each statistic under each scheduler.
         return TableView(also=overlay.table(cols, "ms", "ms", lambda v: f"{v:,.1f} ms"),
                          caption=f"{self.what} in ms, {_scenario(r)}, {serving.N_REQUESTS} requests a run; "
                                  f"chunks of {c:,.0f} positions, {p:.0%} of each prompt cached",
-                         headers=["Requests per second", "Prefill first, median", "Prefill first, p99",
-                                  "Chunked, median", "Chunked, p99"], rows=rows)
+                         headers=[self.columns["rate"].title] + [f"{LABELS[k]}: {self.columns[stat].header}"
+                                                                 for k in LABELS for stat in STATS], rows=rows)
 
     description = ("{what} against arrival rate for {scenario}, median and p99, under prefill-first and chunked "
                    "scheduling with chunks of {chunk} positions and {prefix} of each prompt cached. At {low} requests "
@@ -164,8 +184,8 @@ class _Latency(FigureKind):
         lo, hi = RATE.min, RATE.max
 
         def p99(k: str, rate: float) -> str:
-            i = _mine(cols, self.sliders, k, position) & (cols["rate"] == rate) & (cols["stat"] == "p99")
-            return _ms(cols["ms"][i][0] / 1e3)
+            i = _mine(cols, self.sliders, k, position) & (cols["rate"] == rate)
+            return _ms(cols["p99"][i][0] / 1e3)
 
         return {"what": self.what, "scenario": _scenario(r), "chunk": f"{position['chunk']:,.0f}",
                 "prefix": f"{position['prefix']:.0%}", "low": f"{lo:g}", "high": f"{hi:g}",
@@ -185,6 +205,7 @@ class ServeTTFT(_Latency):
     title = "Time to first token against arrival rate"
     metric, what, objective = "ttft", "Time to first token", serving.TTFT_OBJECTIVE
     measured = ("serving-ttft",)
+    columns = _latency_columns(what, "time")
 
 
 @register
@@ -192,6 +213,7 @@ class ServeTPOT(_Latency):
     name = "serve-tpot"
     title = "Time per output token against arrival rate"
     metric, what, objective = "tpot", "Time per output token", serving.TPOT_OBJECTIVE
+    columns = _latency_columns(what, "time per count")
     # The published mean time between tokens: with every answer one length, each request has as
     # many gaps as the next, so it is also the mean time per output token.
     measured = ("serving-itl",)
@@ -202,6 +224,7 @@ class ServeTBT(_Latency):
     name = "serve-tbt"
     title = "Time between tokens against arrival rate"
     metric, what, objective = "tbt", "Time between tokens", serving.TBT_OBJECTIVE
+    columns = _latency_columns(what, "time")
 
 
 @register
@@ -210,9 +233,9 @@ class ServeGoodput(FigureKind):
     title = "Goodput and capacity against arrival rate"
     reads = ("accelerator", "cards", "target", "weights", "kv")
     sliders = {"chunk": CHUNK, "prefix": PREFIX}
-    columns = {"what": "row", "sched": "scheduler", "chunk": "chunk size", "prefix": "cached share of each prompt",
-               "rate": "arrival rate (requests/s)", "rps": "requests/s meeting the objective",
-               "capped": "1 where the runs' capacity is cut to the rate the scheduler can sustain"}
+    columns = {"what": Column("row"), **SETTING, "rate": RATE_COLUMN,
+               "rps": Column("goodput, requests meeting the objective", "rate", "requests/s"),
+               "capped": Column("1 where the runs' capacity is cut to the rate the scheduler can sustain", "ratio")}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         parts = [part("offered", 2, sched="", chunk=0.0, prefix=0.0, rate=np.array([0.0, RATE.max]),
@@ -303,9 +326,10 @@ class ServeTimeline(FigureKind):
     title = "One request's path through the server"
     reads = ("accelerator", "cards", "target", "weights", "kv")
     sliders = {"rate": RATE, "chunk": CHUNK, "prefix": PREFIX}
-    columns = {"what": "row", "sched": "scheduler", "rate": "arrival rate (requests/s)", "chunk": "chunk size",
-               "prefix": "cached share of each prompt", "phase": "phase", "t0": "from (s after arrival)",
-               "t1": "to (s after arrival)"}
+    columns = {"what": Column("row"), "sched": SETTING["sched"], "rate": RATE_COLUMN, "chunk": SETTING["chunk"],
+               "prefix": SETTING["prefix"], "phase": Column("phase"),
+               "t0": Column("start of the phase, after arrival", "time", "s"),
+               "t1": Column("end of the phase, after arrival", "time", "s")}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         parts = []

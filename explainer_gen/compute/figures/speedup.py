@@ -8,7 +8,7 @@ from models import speculative
 from ...sources.controls import Slider
 from ..resolved import Resolved
 from ...theme import colour
-from .base import alt, Columns, FigureKind, grid_product, register, rows_at, slider_filter, slider_params, table_data, TableView
+from .base import alt, Column, Columns, FigureKind, grid_product, register, rows_at, slider_filter, slider_params, table_data, TableView
 
 LOOKAHEADS = (1, 2, 4, 8)
 # Batch sizes from 1 to 1024, four per doubling, so the log axis is evenly sampled.
@@ -27,9 +27,9 @@ class SpeedupVsBatch(FigureKind):
     name = "speedup-vs-batch"
     title = "Speedup over plain decoding against batch size"
     sliders = {"a": Slider("a", "Acceptance rate", 0.05, 0.95, 0.05, 0.8, "ratio")}
-    columns = {"a": "acceptance rate", "k": "lookahead k", "batch": "batch size",
-               "speedup": "speedup over plain decoding", "fits": "fits in memory (1) or past the cap (0)",
-               "cap": "memory cap (requests)"}
+    columns = {"a": Column("acceptance rate", "ratio"), "k": Column("lookahead k", "count"),
+               "batch": Column("batch size", "count"), "speedup": Column("speedup over plain decoding", "ratio"),
+               "fits": Column("fits in memory: 1, or past the cap: 0", "ratio"), "cap": Column("memory cap", "count", "requests")}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         cols = grid_product(grid, k=np.array(LOOKAHEADS, dtype=float), batch=BATCHES.astype(float))

@@ -19,7 +19,7 @@ from models import estimate, roofline
 from ...sources.controls import Slider
 from ..resolved import Resolved
 from ...theme import colour
-from .base import alt, Columns, FigureKind, register, rows_at, slider_params, table_data, TableView
+from .base import alt, Column, Columns, FigureKind, register, rows_at, slider_params, table_data, TableView
 from .longform import part, stack
 from ..sliders import PHASE_SLIDERS
 from .roofline import phase_filter, phase_pass
@@ -38,9 +38,9 @@ class StepTime(FigureKind):
     title = "Step time against tokens per pass"
     reads = ("accelerator", "cards", "target", "context", "weights", "kv")
     sliders = PHASE_SLIDERS
-    columns = {"what": "row", "tokens": "tokens per pass", "ms": "milliseconds",
-               "ms_estimate": "estimate of the pass fitted on measurements, milliseconds (the curves only)",
-               "prompt": "prompt length", "batch": "decode batch"}
+    columns = {"what": Column("row"), "tokens": Column("tokens per pass", "count"), "ms": Column("step time", "time", "ms"),
+               "ms_estimate": Column("estimate of the pass fitted on measurements, the curves only", "time", "ms"),
+               "prompt": Column("prompt length", "count", "tokens"), "batch": Column("decode batch", "count", "requests")}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         ends = np.array(TOKENS_RANGE)

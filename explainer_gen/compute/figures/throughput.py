@@ -16,7 +16,7 @@ from ...sources.controls import Slider
 from ..resolved import Resolved
 from ...theme import colour
 from . import overlay
-from .base import alt, Columns, FigureKind, register, table_data, TableView
+from .base import alt, Column, Columns, FigureKind, register, table_data, TableView
 from .longform import part, stack
 
 # Batch sizes 1 to 4096, two per doubling; the curves are straight lines on log axes on
@@ -32,8 +32,9 @@ class BatchThroughput(FigureKind):
     title = "Throughput and time per token against batch size"
     reads = ("accelerator", "cards", "target", "context", "weights", "kv")
     sliders: dict[str, Slider] = {}
-    columns = {"what": "row", "batch": "batch size", "tps": "tokens per second", "tpot_ms": "ms per output token",
-               **overlay.COLUMNS}
+    columns = {"what": Column("row"), "batch": Column("batch size", "count", "requests"),
+               "tps": Column("throughput, all requests", "rate", "tokens/s"),
+               "tpot_ms": Column("time per output token", "time per count", "ms"), **overlay.columns("rate", "tokens/s")}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         cap = r.memory_cap()

@@ -10,7 +10,7 @@ from models import roofline, speculative
 from ...sources.controls import Slider
 from ..resolved import Resolved
 from ...theme import BOLD
-from .base import alt, Columns, count, FigureKind, register, rows_at, slider_filter, slider_params, table_data, TableView
+from .base import alt, Column, Columns, count, FigureKind, register, rows_at, slider_filter, slider_params, table_data, TableView
 
 N_TOKENS = 48
 SEED = 20230211  # fixed so every build draws the same outcomes
@@ -34,10 +34,13 @@ class TokenTimeline(FigureKind):
     title = f"The same {N_TOKENS} tokens with and without speculation"
     sliders = {"a": Slider("a", "Acceptance rate", 0.05, 0.95, 0.05, 0.8, "ratio"),
                "k": Slider("k", "Lookahead", 1, 8, 1, 4, "count")}
-    columns = {"a": "acceptance rate", "k": "lookahead k", "steps": "verify steps",
-               "acc": "accepted guesses per step", "plain_ms": "plain step (ms)", "draft_ms": "draft step (ms)",
-               "verify_ms": "verify pass (ms)", "plain_total_ms": "plain total (ms)",
-               "spec_total_ms": "speculative total (ms)", "n": "tokens", "label": "summary"}
+    columns = {"a": Column("acceptance rate", "ratio"), "k": Column("lookahead k", "count"),
+               "steps": Column("verify steps", "count"), "acc": Column("accepted guesses per step", "count"),
+               "step": Column("each step's number, from 0", "count"), "plain_ms": Column("plain step", "time", "ms"),
+               "draft_ms": Column("draft step", "time", "ms"), "verify_ms": Column("verify pass", "time", "ms"),
+               "plain_total_ms": Column("plain total", "time", "ms"),
+               "spec_total_ms": Column("speculative total", "time", "ms"), "n": Column("tokens", "count"),
+               "label": Column("summary")}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         a, k = (m.ravel() for m in np.meshgrid(grid["a"], grid["k"], indexing="ij"))

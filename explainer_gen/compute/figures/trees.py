@@ -8,7 +8,7 @@ from models import drafts, kvcache, speculative, trees
 from ...sources.controls import Slider
 from ..resolved import Resolved
 from ...theme import colour
-from .base import alt, Columns, FigureKind, grid_product, register, rows_at, slider_filter, slider_params, table_data, TableView
+from .base import alt, Column, Columns, FigureKind, grid_product, register, rows_at, slider_filter, slider_params, table_data, TableView
 from .longform import follows, part, stack
 from .speedup import BATCHES, batch_axis
 
@@ -40,8 +40,9 @@ class TreeYield(FigureKind):
     title = "Tokens a verify pass yields against the draft's depth, for trees of 1 to 8 branches"
     reads = ()
     sliders = {"a": ACCEPTANCE}
-    columns = {"a": "acceptance rate", "b": "branches", "d": "depth (draft passes a step)",
-               "nodes": "positions guessed per request", "tokens": "tokens per verify pass (mean)"}
+    columns = {"a": Column("acceptance rate", "ratio"), "b": Column("branches", "count"),
+               "d": Column("depth, draft passes a step", "count"), "nodes": Column("positions guessed per request", "count"),
+               "tokens": Column("tokens per verify pass, mean", "count")}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         cols = grid_product(grid, b=np.array(BRANCHES, dtype=float), d=DEPTHS.astype(float))
@@ -89,9 +90,10 @@ class TreeSpeedup(FigureKind):
     name = "tree-speedup"
     title = "Speedup of trees of depth 4 over plain decoding against batch size"
     sliders = {"a": ACCEPTANCE}
-    columns = {"a": "acceptance rate", "b": "branches", "batch": "batch size",
-               "speedup": "speedup over plain decoding", "positions": "positions verified per request",
-               "fits": "fits in memory (1) or past the cap (0)", "cap": "memory cap (requests)"}
+    columns = {"a": Column("acceptance rate", "ratio"), "b": Column("branches", "count"),
+               "batch": Column("batch size", "count"), "speedup": Column("speedup over plain decoding", "ratio"),
+               "positions": Column("positions verified per request", "count"), "fits": Column("fits in memory: 1, or past the cap: 0", "ratio"),
+               "cap": Column("memory cap", "count", "requests")}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         cols = grid_product(grid, b=np.array(BRANCHES, dtype=float), batch=BATCHES.astype(float))
@@ -159,9 +161,9 @@ class DraftSpeedup(FigureKind):
     name = "draft-speedup"
     title = "Speedup against batch size for five ways of drafting"
     sliders = {"a": ACCEPTANCE, "k": LOOKAHEAD}
-    columns = {"a": "acceptance rate", "k": "lookahead k", "kind": "drafter", "batch": "batch size",
-               "speedup": "speedup over plain decoding", "draft_ms": "drafting time a step (ms)",
-               "fits": "fits in memory (1) or past the cap (0)"}
+    columns = {"a": Column("acceptance rate", "ratio"), "k": Column("lookahead k", "count"), "kind": Column("drafter"),
+               "batch": Column("batch size", "count"), "speedup": Column("speedup over plain decoding", "ratio"),
+               "draft_ms": Column("drafting time a step", "time", "ms"), "fits": Column("fits in memory: 1, or past the cap: 0", "ratio")}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         parts = []
@@ -266,9 +268,10 @@ class MoeVerify(FigureKind):
     title = "A verify pass in plain steps, for a mixture of experts and a dense model"
     reads = ("accelerator", "cards", "target", "draft", "context", "weights", "kv")
     sliders = {"a": ACCEPTANCE, "k": LOOKAHEAD}
-    columns = {"what": "row", "model": "model", "a": "acceptance rate", "k": "lookahead k", "batch": "batch size",
-               "ratio": "verify pass over one plain step (×), or tokens per pass",
-               "share": "share of experts read by the verify pass"}
+    columns = {"what": Column("row"), "model": Column("model"), "a": Column("acceptance rate", "ratio"),
+               "k": Column("lookahead k", "count"), "batch": Column("batch size", "count"),
+               "ratio": Column("verify pass over one plain step, or on the yield rows tokens per pass", "ratio"),
+               "share": Column("share of experts read by the verify pass", "ratio")}
 
     def compute(self, r: Resolved, grid: dict[str, np.ndarray]) -> Columns:
         parts = []
