@@ -72,5 +72,5 @@ def attention_share(model: LLM, prompt):
     """How much causal attention would add to a prefill's arithmetic, as a share of what is counted."""
     prompt = np.asarray(prompt, dtype=float)
     # Every position through the blocks, and only the last through the head (`prefill_step`).
-    counted = roofline.flops_per_token(model) * prompt - 2.0 * model.head_params * (prompt - 1.0)
+    counted = roofline.flops_per_token(model) * prompt - roofline.FLOP_PER_WEIGHT * model.head_params * (prompt - 1.0)
     return attention_flops(model, prompt) / counted

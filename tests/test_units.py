@@ -238,3 +238,19 @@ def test_a_mismatched_format_fails_the_page_build_at_the_numbers_line(cat):
     with pytest.raises(SourceError) as err:
         build_page(page, "docs/p.md", cat, lambda r: None, 10**9)
     assert str(err.value).startswith("docs/p.md:7: inline number {{ step(1) | .1f GB }} is a time")
+
+
+def test_a_paper_figure_in_milliseconds_is_declared_a_time_in_milliseconds():
+    """Read apart from the table the code reads: a field whose name says milliseconds is a time of
+    scale 1e-3, one whose name says a share or a gain is a ratio, one that says a batch is a count."""
+    from explainer_gen.compute.vocabulary.papers import PUBLISHED_FIELDS
+
+    for (paper, field), (dimension, unit) in PUBLISHED_FIELDS.items():
+        if field.endswith("_ms"):
+            assert (dimension, unit) == ("time", 1e-3), (paper, field)
+        elif "gain" in field or "acceptance" in field or "kv_used" in field:
+            assert (dimension, unit) == ("ratio", 1.0), (paper, field)
+        elif "batch" in field:
+            assert (dimension, unit) == ("count", 1.0), (paper, field)
+        else:
+            raise AssertionError(f"{paper}.{field}: say here what its name implies")

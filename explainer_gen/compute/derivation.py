@@ -65,15 +65,32 @@ class Derivation:
 
     def substituted(self) -> str:
         """The formula with each symbol replaced by its value, in units a reader can check."""
-        tree = ast.parse(self.formula, mode="eval")
+        tree = _floored(ast.parse(self.formula, mode="eval"))
+        # A value a reader could misread without brackets gets them: one with a unit or a sign under
+        # a power or a sign of its own (1.50 ms^2 is not (1.50 ms)^2, -3^2 is not (-3)^2), and a
+        # negative one after a minus or a division.
+        bracket: set[int] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+                bracket.update((id(node.left), id(node.right)))
+            elif isinstance(node, ast.UnaryOp):
+                bracket.add(id(node.operand))
+            elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Sub, ast.Div, ast.Mult)):
+                bracket.add(-id(node.right))  # only if negative
 
         class Put(ast.NodeTransformer):
             def visit_Name(self, node):
                 s = symbols.get(node.id)
-                return ast.Name(id=f"⟨{s.value if isinstance(s.value, str) else show(s.value, s.dim)}⟩") if s else node
+                if not s:
+                    return node
+                text = s.value if isinstance(s.value, str) else show(s.value, s.dim)
+                if (id(node) in bracket and (" " in text or "\u00a0" in text or text.startswith("-"))) or \
+                        (-id(node) in bracket and text.startswith("-")):
+                    text = f"({text})"
+                return ast.Name(id=f"⟨{text}⟩")
         symbols = self.symbols
-        text = ast.unparse(Put().visit(_floored(tree)))
-        return _readable(text.replace("⟨", "").replace("⟩", ""))
+        text = ast.unparse(Put().visit(tree))
+        return _operators(text.replace("⟨", "").replace("⟩", ""))
 
     def to_json(self) -> dict:
         """What a page shows of it, all text: the render layer writes it out, without the models."""
@@ -117,10 +134,15 @@ def _floored(tree: ast.AST) -> ast.AST:
     return Floor().visit(tree)
 
 
-def _readable(text: str) -> str:
-    """Arithmetic as a reader writes it: × ÷ and ^ for Python's * / and **, floor(a ÷ b) for a // b."""
-    if "//" in text:
-        text = ast.unparse(_floored(ast.parse(text, mode="eval")))
+def _readable(formula: str) -> str:
+    """A formula (Python arithmetic over symbols) as a reader writes it: floor(a ÷ b) for a // b,
+    then the operators as `_operators` writes them."""
+    return _operators(ast.unparse(_floored(ast.parse(formula, mode="eval"))))
+
+
+def _operators(text: str) -> str:
+    """× ÷ and ^ for Python's * / and **, in text already unparsed (never parsed again: with values
+    put in, it is no longer Python)."""
     return text.replace(" ** ", "^").replace(" * ", " × ").replace(" / ", " ÷ ")
 
 
@@ -140,8 +162,11 @@ def one_after_another(quantity: str, result: float, forms: list[Derivation], wor
               if len({f.symbols[name] for f in forms if name in f.symbols}) > 1}
     symbols: dict[str, Symbol] = {}
     terms = []
+    taken = {n for f in forms for n in f.symbols}
     for i, f in enumerate(forms, 1):
-        rename = {name: f"{name}{i}" for name in f.symbols if name in differ}
+        # A numbered name that some form already uses (F and pass 16 would make F16) takes a mark.
+        rename = {name: f"{name}{i}" if f"{name}{i}" not in taken else f"{name}_{i}" for name in f.symbols
+                  if name in differ}
 
         class Rename(ast.NodeTransformer):
             def visit_Name(self, node):
@@ -271,9 +296,12 @@ def explain(text: str, env: dict[str, Any], returns: dict[str, Any], derivers: d
         def _term(self, node, name, args, kwargs):
             result = env[name](*args, **kwargs)
             r = returns[name]
-            dim = r.dim
+            dim, unit = r.dim, r.scale
+            if r.dimension == "as published" and r.of_arguments is not None:  # a figure read by its field
+                said = r.of_arguments(*args, **kwargs)
+                dim, unit = said if said is not None else (None, 1.0)
             arr = np.asarray(result)
-            si = str(arr) if arr.dtype.kind in "USb" else float(arr) * (r.scale if dim is not None else 1.0)
+            si = str(arr) if arr.dtype.kind in "USb" else float(arr) * (unit if dim is not None else 1.0)
             derive = derivers.get(name)
             if derive is not None:
                 d = derive(*args, **kwargs)

@@ -58,7 +58,8 @@ def _state(controls, settings: list[str]):
             raise Refused(f"--set {name}: not a slider or switch field of this page; "
                           + (f"valid: {', '.join(names)}" if names else "it has none"))
     if scenario.key in controls.unfit:  # judged once every setting is made: a pair may run where one alone would not
-        raise Refused(f"{' '.join('--set ' + x for x in settings)}: {controls.unfit[scenario.key]}")
+        chosen = ", ".join(f"{f}={getattr(scenario, f)}" for f in controls.switch)
+        raise Refused(f"{chosen} would not run: {controls.unfit[scenario.key]}")
     return scenario, values
 
 
@@ -71,7 +72,7 @@ def explain_line(path: str, line: int, settings: list[str] = (), catalogue=None)
     catalogue = catalogue or load_catalogue()
     text = read_page(file.read_text(encoding="utf-8"), path, catalogue)
     controls = text.controls
-    numbers = list(page_numbers(text, path, set(REGISTRY.terms), REGISTRY.returns()))
+    numbers = list(page_numbers(text, path))
     here = [n for n in numbers if n[0].line == line]
     if not here:
         with_numbers = sorted({n[0].line for n in numbers})

@@ -386,7 +386,10 @@ def shape_of(expr: Expr, returns: dict[str, Any], sliders: dict[str, Slider], te
                 return ...  # not written out: only the page's run knows it
         args = [written(a) for a in node.args] if isinstance(node, ast.Call) else []
         kwargs = {k.arg: written(k.value) for k in node.keywords} if isinstance(node, ast.Call) else {}
-        said = r.of_arguments(*args, **kwargs) if r.of_arguments else None
+        try:
+            said = r.of_arguments(*args, **kwargs) if r.of_arguments else None
+        except Exception as exc:  # a term's own mistake, still named at the number's line
+            raise fail(f"{ast.unparse(node)} cannot say what it returns: {exc}") from None
         return _UNKNOWN if said is None else Shape("number", said[0], float(said[1]))
 
     def go(node: ast.AST) -> Shape:

@@ -206,12 +206,15 @@ def read_page(source: str, path: str, catalogue: Catalogue) -> PageText:
     return PageText(controls, lines, fences, frozenset(inside | set(range(offset))))
 
 
-def page_numbers(text: PageText, path: str, functions: set[str], returns: dict[str, Any],
+def page_numbers(text: PageText, path: str, functions: set[str] | None = None, returns: dict[str, Any] | None = None,
                  assumptions: tuple[str, ...] | None = None):
     """Each inline number of the page in order, checked as a build checks it: (its occurrence, its
     parsed expression, its shape, its format fitted to that shape, its marks). Every mistake is a
-    SourceError at the number's line. `assumptions`: the names a mark may give (None: no marks
-    are read)."""
+    SourceError at the number's line. `functions` and `returns`: the terms an expression may call
+    and what each returns (default: the vocabulary's); `assumptions`: the names a mark may give
+    (None: no marks are read)."""
+    returns = term_returns() if returns is None else returns
+    functions = set(returns) if functions is None else functions
     sliders = text.controls.sliders
     for item in find_inline(text.lines, set(text.inside), path):
         expr: Expr = parse_expr(item.expr, functions, sliders, path, item.line)

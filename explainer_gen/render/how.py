@@ -26,8 +26,9 @@ def _key(d: dict) -> str:
     """What makes two derivations the same arithmetic, whatever the expression that called them and
     the words each place names its quantity by ("time of one decode pass", "time of that pass")."""
     def arithmetic(d: dict) -> dict:
-        return {**{k: v for k, v in d.items() if k not in ("name", "quantity")},
-                "parts": [arithmetic(p) for p in d["parts"]]}
+        # A closed form is its arithmetic; a value, a search or a simulation is also what it is of.
+        kept = ("name", "quantity") if d["formula"] else ("name",)
+        return {**{k: v for k, v in d.items() if k not in kept}, "parts": [arithmetic(p) for p in d["parts"]]}
     return json.dumps(arithmetic(d), sort_keys=True, ensure_ascii=False)
 
 
@@ -72,7 +73,7 @@ class _Writer:
             return f"<li>{self.head(d, depth, '')}{self.seen(d)}</li>"
         self.parts += 1
         anchor = f"how-p{self.parts}"
-        return f'<li id="{anchor}">{self.head(d, depth, "")}{self.body(d, depth, anchor)}</li>'
+        return f'<li id="{esc(anchor)}">{self.head(d, depth, "")}{self.body(d, depth, anchor)}</li>'
 
     def number(self, n) -> str:
         """A number's entry, headed by the number as the prose shows it."""

@@ -167,6 +167,9 @@ def _priced(m: estimate.Measurement, eff: Efficiency, label: str) -> Derivation:
     else:  # throughput
         batch, steps, st = _throughput_pass(s, a["input"], a["output"])
         formula, sym, sources = _pass_form(s, st, eff)
+        clash = {"b", "o", "s"} & sym.keys()
+        if clash:  # the pass's own symbols would be overwritten by the throughput's
+            raise ValueError(f"the pass's symbols {sorted(clash)} clash with the throughput form's")
         sym = {"b": Symbol(float(batch), COUNT, "requests at once: the most that fit (below)"),
                "o": Symbol(a["output"], COUNT, "reply tokens of each request"),
                "s": Symbol(steps, COUNT, "steps over which every request ends and one is prefilled: reply - 1"),

@@ -107,7 +107,14 @@ def _derive_published(paper: str, field: str):
                    field, published_entry(paper, field))
 
 
-@topic.term(depends=(), returns=Returns(AS_PUBLISHED, "figure a paper reports, by field"), derive=_derive_published)
+def _published_units(paper, field):
+    """What published(paper, field) returns, as PUBLISHED_FIELDS declares it (None: not listed)."""
+    dimension, unit = PUBLISHED_FIELDS.get((paper, field), (None, 1.0))
+    return (NAMED[dimension], unit) if dimension else None
+
+
+@topic.term(depends=(), returns=Returns(AS_PUBLISHED, "figure a paper reports, by field", of_arguments=_published_units),
+            derive=_derive_published)
 def published(paper: str, field: str) -> float:
     """A figure a paper reports, by its citation key and field: published("kwon2023", "kv_used_low")."""
     value = published_entry(paper, field)

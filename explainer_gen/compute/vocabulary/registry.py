@@ -87,7 +87,7 @@ class Returns:
     # For AS_PUBLISHED: what a call with these arguments returns, (dimension, scale), or None where
     # it cannot tell (an argument the page computes is `...`); for a term that declares none and
     # reads no scenario, the registry asks the term's derivation.
-    of_arguments: Callable[..., tuple[Dim | None, float] | None] | None = field(default=None, compare=False)
+    of_arguments: Callable[..., tuple[Dim, float] | None] | None = field(default=None, compare=False)
 
     @property
     def dim(self) -> Dim | None:
@@ -258,18 +258,20 @@ class Registry:
         return all(self.terms[n].scenario_free for n in names)
 
 
-def _published_shape(term: Term, *args, **kwargs) -> tuple[Dim | None, float] | None:
+@functools.lru_cache(maxsize=None)
+def _published_shape(term: Term, *args, **kwargs) -> tuple[Dim, float] | None:
     """A scenario-free AS_PUBLISHED term's (dimension, scale) at these arguments: its derivation's
-    dimension, and the SI value of one unit of what the term returns (the derivation's result over
-    the term's value: 1e-3 for a figure published in milliseconds). None: the derivation names no
-    dimension, or the arguments are refused."""
-    if ... in args or ... in kwargs.values():
+    dimension, with the term's value in SI units as the derivation's is (scale 1; a term that
+    returns another unit declares its own `of_arguments`). None: an argument is not written out
+    (`...`), the derivation names no dimension, or the term's value is not its derivation's. Kept
+    per term and arguments: a derivation may run a simulation."""
+    if any(a is ... for a in (*args, *kwargs.values())):
         return None
     try:
         d = term.derive(*args, **kwargs)
         value = float(term.fn(*args, **kwargs))
     except (ValueError, KeyError, TypeError):
         return None  # the number's own evaluation reports the mistake, at its line
-    if d.dim is None or not isinstance(d.result, float):
+    if d.dim is None or not isinstance(d.result, float) or not np.isclose(d.result, value, rtol=1e-9, atol=0.0):
         return None
-    return d.dim, (d.result / value if value else 1.0)
+    return d.dim, 1.0

@@ -514,11 +514,12 @@ def weight_value_bytes(scenario: Resolved, weights=None) -> float:
 
 def _derive_weight_intensity(scenario: Resolved, weights=None):
     fmt = scenario.in_formats(weights).precision.weights
-    return closed_form(f"FLOP per byte of {fmt.name} block weights read, for each position of a pass", FLOP / BYTES,
-                       roofline.FLOP_PER_WEIGHT / fmt.bytes, "f / (bits / 8)",
-                       (f"{fmt.name}: {fmt.source} (models/precision.py)",),
-                       f=Symbol(roofline.FLOP_PER_WEIGHT, FLOP, "FLOP of one weight for one position: a multiply and an add"),
-                       bits=Symbol(fmt.bits, COUNT, "bits a stored weight takes, scales and zero points included"))
+    return replace(closed_form(
+        f"FLOP per byte of {fmt.name} block weights read, for each position of a pass", FLOP / BYTES,
+        roofline.FLOP_PER_WEIGHT / fmt.bytes, "f / w", (f"{fmt.name}: {fmt.source} (models/precision.py)",),
+        f=Symbol(roofline.FLOP_PER_WEIGHT, FLOP / COUNT, "FLOP of one weight for one position: a multiply and an add"),
+        w=Symbol(fmt.bytes, BYTES / COUNT, "bytes of one stored weight (below)")),
+        parts=(_derive_weight_value_bytes(scenario, weights),))
 
 
 @topic.term(depends=("scenario",), returns=Returns("intensity", "FLOP per byte of block weights read, per position"),
