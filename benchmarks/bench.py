@@ -28,6 +28,9 @@ Targets (from the issues):
            Lighthouse 12.2.3 on every explainer page (docs/explainers/*), its default mobile
            emulation with simulated throttling, median of 3 runs: performance >= 95,
            accessibility 100, best practices 100, cumulative layout shift 0.
+  cards    (issue 38) what the share cards add: the seconds a one-process cold build spends
+           composing and drawing them, and their bytes in the site (no target).
+           `python benchmarks/bench.py --cards` prints only this, from one cold build.
 
 Serving: both browser measurements load the built site from 127.0.0.1 the way GitHub Pages
 serves it (tests/helpers.py `serve`, which the browser tests use too): HTTP/1.1 with keep-alive
@@ -603,9 +606,37 @@ def print_phases(phases: dict[str, float], cold: float, plain: float) -> None:
     for name, what in PHASES.items():
         value = phases.get(name, 0.0)
         print(f"    {name:9} {value:7.3f} s {value / cold:6.1%}   {what}")
+    cards = phases.get("cards", 0.0)
+    print(f"    {'cards':9} {cards:7.3f} s {cards / cold:6.1%}   share cards: composed, drawn to PNG (vl-convert) and stored "
+          "smaller")
     rest = cold - sum(phases.values())
     print(f"    {'the rest':9} {rest:7.3f} s {rest / cold:6.1%}   pages read and checked, the cache, Markdown, the "
           f"theme (a plain build takes {plain:.3f} s of it)")
+
+
+def print_cards(site: Path, seconds: float, cold: float) -> None:
+    """What the share cards add (issue 38): the seconds a cold build spends making them, and their
+    bytes against the whole site's."""
+    cards = sorted((site / "assets/explainer/card").glob("*.png"))
+    size = sum(p.stat().st_size for p in cards)
+    total = sum(p.stat().st_size for p in site.rglob("*") if p.is_file())
+    print(f"share cards: {len(cards)} PNGs, {size:,d} bytes ({size / total:.1%} of the site's {total:,d}; largest "
+          f"{max((p.stat().st_size for p in cards), default=0):,d}); composing them took {seconds:.2f} s of a "
+          f"one-process cold build ({seconds / cold:.1%} of {cold:.2f} s)")
+
+
+def cards_only() -> None:
+    """`--cards`: one cold build in one process (workers off) of a copy of the site, and what its
+    share cards cost (print_cards)."""
+    work = Path(tempfile.mkdtemp(prefix="eg-bench-cards-"))
+    try:
+        shutil.copytree(REPO / "docs", work / "docs")
+        shutil.copy(REPO / "mkdocs.yml", work / "mkdocs.yml")
+        serial = with_plugin_options(work / "mkdocs.yml", work / "mkdocs-serial.yml", workers=1)
+        cold, phases = fresh_build(serial, work / "site", work / "cache")
+        print_cards(work / "site", phases.get("cards", 0.0), cold)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def process_startup() -> tuple[float, float]:
@@ -687,6 +718,7 @@ def main() -> None:
     ap.add_argument("--no-scale", action="store_true", help="skip the synthetic sites of 10, 30 and 100 figures")
     ap.add_argument("--one-build", nargs=4)
     ap.add_argument("--serve-save", nargs=4)
+    ap.add_argument("--cards", action="store_true", help="only what the share cards cost (one cold build)")
     ap.add_argument("--keep-lighthouse", type=Path, metavar="DIR", help="copy every Lighthouse JSON report here")
     args = ap.parse_args()
     if args.one_build:
@@ -694,6 +726,9 @@ def main() -> None:
         return
     if args.serve_save:
         serve_save(*args.serve_save)
+        return
+    if args.cards:
+        cards_only()
         return
     work = Path(tempfile.mkdtemp(prefix="eg-bench-"))
     try:
@@ -770,6 +805,7 @@ def main() -> None:
                   f"{row['other_scenarios_gz']:15,d} {row['css_gz_all']:8,d}{flag}")
         bundle = next((work / "cold0/assets/explainer").glob("vega-*.js"))
         print(f"\nvega bundle {gz(bundle):,d} bytes gzip, one URL for every figure page: {bundle.name}")
+        print_cards(work / "cold0", phases.get("cards", 0.0), cold)
         print()
         costs = {}
         for page in ("serving", "draft-trees"):

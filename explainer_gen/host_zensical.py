@@ -14,9 +14,9 @@ three steps run by `python -m explainer_gen.host_zensical build` (`make zensical
    page cache cleared, since it would otherwise keep a page whose Markdown is unchanged even
    when the data behind its numbers changed.
 3. **finish**, in this process: the generated files (figure data, pictures, CSV, the Vega
-   bundle, `atom.xml`, the stylesheet) are written into the staging folder and every page gets
-   `SiteBuild.finish_page`; then the staging folder replaces the site folder. A failure at any
-   step leaves the last good site in place (`staging.Staging`).
+   bundle, `atom.xml`, the stylesheet, the share cards) are written into the staging folder and
+   every page gets `SiteBuild.finish_page`; then the staging folder replaces the site folder. A
+   failure at any step leaves the last good site in place (`staging.Staging`).
 """
 from __future__ import annotations
 

@@ -43,6 +43,9 @@ PALETTE: dict[str, tuple[str, str]] = {
 }
 _LIGHT = {role: light for role, (light, _) in PALETTE.items()}
 assert len(set(_LIGHT.values())) == len(_LIGHT), "two roles share a light colour"
+# The page's background in Material's light scheme, on which the share cards draw a figure
+# (render/share.py); the pictures themselves are transparent.
+LIGHT_BACKGROUND = "#ffffff"
 # Colours in a rendered picture that are not roles and need no scheme: leave them be.
 NEUTRAL = {"none", "transparent", "currentcolor"}
 

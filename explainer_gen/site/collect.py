@@ -27,6 +27,7 @@ from ..compute.pages import FENCE_NAME, PageBuild, build_page
 from ..render import refs as render_refs
 from ..render.feed import ATOM_PATH
 from ..sources.crossref import CrossRefs, Source
+from .cards import collect_cards
 from .model import ASSETS, CSS_PATH, FENCE_CHECKS, Generated, PageSource, SiteModel
 from .store import Store
 
@@ -91,9 +92,12 @@ class Collector:
                                                                      store.catalogue)),
                                    lambda text: text, lambda text: text)
             page_json[p.src_uri] = add(f"{ASSETS}/page/{short_hash(p.src_uri)}.json", state)
+        # Each page's share card (site/cards.py), with its first figure's picture.
+        cards = collect_cards(store, pages, refs, computed, site_name, site_url, add)
         return SiteModel(catalogue=store.catalogue, sources={p.src_uri: p for p in pages},
                          refs=refs, pages=computed, figure_files=figure_files, page_json=page_json,
-                         bundle_path=bundle_path, loader_path=loader_path, files=files)
+                         bundle_path=bundle_path, loader_path=loader_path, files=files,
+                         site_url=site_url or "", cards=cards)
 
     def _check_measurements(self) -> None:
         """The published measurements against the fitted estimate (models/estimate.py): a band

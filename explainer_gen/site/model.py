@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Mapping
+from typing import Any, Mapping
 
 from models.catalogue import Catalogue
 
@@ -82,10 +82,12 @@ class SiteModel:
     bundle_path: str                        # the Vega bundle's site path
     loader_path: str                        # the loader's site path
     files: Mapping[str, Generated] = field(default_factory=dict)
+    site_url: str = ""                      # where the site is published ("" where none is set)
+    cards: Mapping[str, Any] = field(default_factory=dict)  # src_uri -> its share card (render/share.Card)
     urls: Mapping[str, str] = field(init=False)  # src_uri -> the page's URL, from the site root
 
     def __post_init__(self) -> None:
-        for name in ("sources", "pages", "figure_files", "page_json", "files"):
+        for name in ("sources", "pages", "figure_files", "page_json", "files", "cards"):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
         object.__setattr__(self, "urls", _frozen({uri: p.url for uri, p in self.sources.items()}))
 

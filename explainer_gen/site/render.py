@@ -9,15 +9,20 @@ It keeps nothing of its own but, given a `Memory`, each page's linked HTML (`ren
 from __future__ import annotations
 
 import posixpath
+import re
 
 from .. import theme
 from ..cache import digest
 from ..names import CLASS
-from ..render import how, refs
+from ..render import how, refs, share
 from ..render.blocks import figure_html, finished_parts, page_root_html, place, substitute_numbers
 from ..render.chrome import Chrome
+from ..render.markup import esc
 from .model import ASSETS, PageSource, SiteModel, relative_url
 from .store import Memory
+
+# The page's description as the theme wrote it (the page's own, else the site's).
+_DESCRIPTION = re.compile(r'<meta name="description" content="([^"]*)"')
 
 
 class Renderer:
@@ -80,7 +85,8 @@ class Renderer:
 
     def finish_page(self, src_uri: str, output: str) -> str:
         """The finished HTML page (theme and all): static pictures placed, the chart font preloaded,
-        the theme's start-up moved ahead of the content (render/chrome.py)."""
+        the theme's start-up moved ahead of the content (render/chrome.py), and the tags of the
+        page's share card (site/cards.py) in its head."""
         source = self.model.sources.get(src_uri)
         build = self.model.pages.get(src_uri) if source is not None else None
         # What the page's figures put in it: static pictures and data tables (render/blocks.py).
@@ -90,6 +96,12 @@ class Renderer:
             fonts = "".join(f'<link rel="preload" href="{relative_url(f"{ASSETS}/{path}", source.url)}" '
                             'as="font" type="font/woff2" crossorigin>' for path in theme.FONT_FILES)
             output = output.replace("</head>", fonts + "</head>", 1)
+        card = self.model.cards.get(src_uri) if source is not None else None
+        if card is not None:
+            # The share card's tags (render/share.py), describing the page as its meta description does.
+            described = _DESCRIPTION.search(output.split("</head>", 1)[0])
+            description = described[1] if described else esc(self.model.refs.pages[src_uri].description or card.title)
+            output = output.replace("</head>", share.head_tags(card, self.model.site_url, description) + "</head>", 1)
         return output
 
 

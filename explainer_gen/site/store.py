@@ -10,9 +10,12 @@ made, is not the store's business: it is handed a function that makes it.
 """
 from __future__ import annotations
 
+import base64
 import contextlib
 import functools
+import hashlib
 import json
+import time
 from pathlib import Path
 
 from models.catalogue import Catalogue, load_catalogue
@@ -24,6 +27,7 @@ from ..compute.codegraph import CodeKeys
 from ..compute.numbers import NumberResult
 from ..compute.pages import PageBuild
 from ..compute.timing import Timing
+from ..render import share
 from .model import ASSETS, Generated, PageSource, Settings
 
 
@@ -190,6 +194,29 @@ class Store:
         if last is None:
             return "new"
         return "code changed" if json.loads(last)["code"] != code else "inputs changed"
+
+    @functools.cached_property
+    def card_code(self) -> str:
+        """What decides every share card besides its text and figure: the code that composes it
+        (render/share.py and all it imports, as loaded; vl-convert's version, whose resvg draws it)
+        and the font files it is set in."""
+        graph = self.code.graph
+        code = [(graph.modules[m].path, graph.modules[m].digest) for m in sorted(graph.closure((share.__name__,)))]
+        fonts = [hashlib.sha256(path.read_bytes()).hexdigest() for path in share.FONT_FILES.values()]
+        return digest(code, self.code.versions, fonts)
+
+    def share_card(self, title: str, site_name: str, figure: share.Figure | None) -> bytes:
+        """A page's share card as PNG (render/share.py), made once per title, site name, figure
+        picture, font and code. The seconds spent making cards are the timing's "cards"."""
+        key = digest(self.card_code, title, site_name, figure.svg if figure is not None else None)
+
+        def make() -> bytes:
+            start = time.perf_counter()
+            png = share.card_png(share.card_svg(title, site_name, figure))
+            self.timing.add({"cards": time.perf_counter() - start})
+            return png
+        return self.remember("cards", key, make, lambda png: base64.b64encode(png).decode("ascii"),
+                             base64.b64decode)
 
     def number(self, identity: dict, make) -> NumberResult:
         key = self.number_key(identity)
