@@ -21,3 +21,11 @@ PHASE_SLIDERS = {
 RATE = Slider("rate", "Arrival rate (requests per second)", 4, 32, 4, 16, "rate")
 CHUNK = Slider("chunk", "Chunk size (positions per pass)", 512, 2048, 512, 512, "count")
 PREFIX = Slider("prefix", "Share of each prompt already cached", 0.0, 0.6, 0.3, 0.0, "ratio")
+
+# The speculative-decoding figures (speed-up, tokens, trees): one acceptance rate and one lookahead,
+# so that moving either on a page moves every figure that shows it.
+ACCEPTANCE = Slider("a", "Acceptance rate", 0.05, 0.95, 0.05, 0.8, "ratio")
+LOOKAHEAD = Slider("k", "Lookahead", 1, 8, 1, 4, "count")
+
+# The sampling figures: how far the draft's distribution drifts from the target's.
+DRIFT = Slider("drift", "Draft drift from the target", 0.0, 1.0, 0.1, 0.5, "ratio")

@@ -13,9 +13,9 @@ from ...sources.controls import Slider
 from ..resolved import Resolved
 from ...theme import colour
 from .base import alt, Column, Columns, FigureKind, register, rows_at, slider_filter, slider_params, table_data, TableView
+from ..sliders import DRIFT
 
 # The slider is named `drift`: an identifier that no Vega signal or expression function uses.
-DRIFT = Slider("drift", "Draft drift from the target", 0.0, 1.0, 0.1, 0.5, "ratio")
 
 PLAIN = "Plain sampling from p"
 SPEC = f"Speculative sampling, k = {sampling.FIGURE_LOOKAHEAD}"

@@ -13,7 +13,7 @@ from ...sources.controls import Slider
 from ..resolved import Resolved
 from ...theme import colour
 from .base import alt, Column, Columns, FigureKind, register, rows_at, slider_filter, slider_params, table_data, TableView
-from .sampling_check import DRIFT
+from ..sliders import DRIFT
 
 MEASURED = "Measured"
 FORMULA = "E(a, k)"

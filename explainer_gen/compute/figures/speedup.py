@@ -9,6 +9,7 @@ from ...sources.controls import Slider
 from ..resolved import Resolved
 from ...theme import colour
 from .base import alt, Column, Columns, FigureKind, grid_product, register, rows_at, slider_filter, slider_params, table_data, TableView
+from ..sliders import ACCEPTANCE
 
 LOOKAHEADS = (1, 2, 4, 8)
 # Batch sizes from 1 to 1024, four per doubling, so the log axis is evenly sampled.
@@ -26,7 +27,7 @@ def batch_axis() -> tuple[alt.Scale, alt.X]:
 class SpeedupVsBatch(FigureKind):
     name = "speedup-vs-batch"
     title = "Speedup over plain decoding against batch size"
-    sliders = {"a": Slider("a", "Acceptance rate", 0.05, 0.95, 0.05, 0.8, "ratio")}
+    sliders = {"a": ACCEPTANCE}
     columns = {"a": Column("acceptance rate", "ratio"), "k": Column("lookahead k", "count"),
                "batch": Column("batch size", "count"), "speedup": Column("speedup over plain decoding", "ratio"),
                "fits": Column("fits in memory: 1, or past the cap: 0", "ratio"), "cap": Column("memory cap", "count", "requests")}

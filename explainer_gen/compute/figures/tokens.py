@@ -11,6 +11,7 @@ from ...sources.controls import Slider
 from ..resolved import Resolved
 from ...theme import BOLD
 from .base import alt, Column, Columns, count, FigureKind, register, rows_at, slider_filter, slider_params, table_data, TableView
+from ..sliders import ACCEPTANCE, LOOKAHEAD
 
 N_TOKENS = 48
 SEED = 20230211  # fixed so every build draws the same outcomes
@@ -32,8 +33,7 @@ def _draws(a: tuple[float, ...], k: tuple[float, ...]) -> list[list[int]]:
 class TokenTimeline(FigureKind):
     name = "token-timeline"
     title = f"The same {N_TOKENS} tokens with and without speculation"
-    sliders = {"a": Slider("a", "Acceptance rate", 0.05, 0.95, 0.05, 0.8, "ratio"),
-               "k": Slider("k", "Lookahead", 1, 8, 1, 4, "count")}
+    sliders = {"a": ACCEPTANCE, "k": LOOKAHEAD}
     columns = {"a": Column("acceptance rate", "ratio"), "k": Column("lookahead k", "count"),
                "steps": Column("verify steps", "count"), "acc": Column("accepted guesses per step", "count"),
                "step": Column("each step's number, from 0", "count"), "plain_ms": Column("plain step", "time", "ms"),

@@ -11,9 +11,8 @@ from ...theme import colour
 from .base import alt, Column, Columns, FigureKind, grid_product, register, rows_at, slider_filter, slider_params, table_data, TableView
 from .longform import follows, part, stack
 from .speedup import BATCHES, batch_axis
+from ..sliders import ACCEPTANCE, LOOKAHEAD
 
-ACCEPTANCE = Slider("a", "Acceptance rate", 0.05, 0.95, 0.05, 0.8, "ratio")
-LOOKAHEAD = Slider("k", "Lookahead", 1, 8, 1, 4, "count")
 BRANCHES = (1, 2, 4, 8)
 DEPTHS = np.arange(1, 9)
 TREE_DEPTH = 4  # the speedup figure's trees: b branches of this depth
