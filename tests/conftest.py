@@ -383,3 +383,13 @@ def cat():
 def scenario(cat):
     """The site's default scenario: 70B target and 1B draft on H100s."""
     return cat.accelerator("h100-sxm"), cat.model("llama-3-70b"), cat.model("llama-3.2-1b")
+
+
+@pytest.fixture
+def figure_registry():
+    """The figure kinds' REGISTRY, as it was before the test whatever the test registered."""
+    from explainer_gen.compute.figures import REGISTRY
+    saved = dict(REGISTRY)
+    yield REGISTRY
+    REGISTRY.clear()
+    REGISTRY.update(saved)

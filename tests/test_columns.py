@@ -71,11 +71,8 @@ def test_headers_read_as_quantity_and_unit():
 # -- a declaration that does not hold fails where the kind is registered ------------------------------
 
 @pytest.fixture
-def registry():
-    saved = dict(REGISTRY)
-    yield REGISTRY
-    REGISTRY.clear()
-    REGISTRY.update(saved)
+def registry(figure_registry):
+    return figure_registry
 
 
 def declare(**columns) -> type[FigureKind]:

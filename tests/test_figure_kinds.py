@@ -32,12 +32,9 @@ SCRATCH = ("more_kinds", "clashing_kinds", "plugin_kinds", "plugin_module", "plu
 
 
 @pytest.fixture
-def registry():
-    """REGISTRY as it was before the test, whatever the test registered."""
-    saved = dict(REGISTRY)
-    yield REGISTRY
-    REGISTRY.clear()
-    REGISTRY.update(saved)
+def registry(figure_registry):
+    """REGISTRY as it was before the test, whatever the test registered, and no scratch module left."""
+    yield figure_registry
     for name in [m for m in sys.modules if m.split(".")[0] in SCRATCH]:
         del sys.modules[name]
 
