@@ -24,6 +24,8 @@ class Classes:
     switch_note: str = "eg-switch-note"  # why some switch choices are greyed out
     announce: str = "eg-announce"      # the polite live region
     card: str = "eg-card"              # a hover card, left out of what is announced
+    exports: str = "eg-exports"        # a figure's buttons that save or share it (the loader makes them)
+    exports_note: str = "eg-exports-note"  # what the last of those buttons did ("Link copied")
 
 
 @dataclass(frozen=True)

@@ -106,6 +106,21 @@ def palette_css() -> str:
     ])
 
 
+def standalone_svg(svg: str) -> str:
+    """A static picture (`static_svg_colours`' classes) as a file that stands alone, as the page's
+    light scheme shows it: a <style> with the light palette's colour for each class and the chart
+    font's files inlined (so a reader without the font sees the same text), on a white background."""
+    import base64
+
+    fonts = "".join(f'@font-face{{font-family:"{FONT_FAMILY}";font-style:normal;font-weight:{weight};'
+                    f'src:url(data:font/woff2;base64,{base64.b64encode(Path(path).read_bytes()).decode("ascii")}) '
+                    f'format("woff2")}}' for path, weight in FONT_FILES.values())
+    paints = "".join(f".{paint_class(prop, role)}{{{prop}:{light}}}"
+                     for role, (light, _) in PALETTE.items() for prop in ("fill", "stroke"))
+    head = f'<style>{fonts}{paints}</style><rect width="100%" height="100%" fill="{LIGHT_BACKGROUND}"/>'
+    return re.sub(r"<svg\b[^>]*>", lambda m: m.group(0) + head, svg, count=1)
+
+
 def page_palette() -> dict[str, str]:
     """Light value -> CSS variable, for the loader to recolour a compiled spec."""
     return {light: css_var(role) for role, light in _LIGHT.items()}

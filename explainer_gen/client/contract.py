@@ -25,7 +25,8 @@ that would misread it. Bump VERSION on every change of shape, in the schemas too
 
 The loader itself spells out none of the names it shares with the build: `facts()` (the contract
 version, the class and attribute names of the page's HTML, the name that stands for the switch in
-a number's dependencies, the chart font) is written once, at the head of the loader's file
+a number's dependencies, the chart font and its files, the classes that paint a static picture's
+colours) is written once, at the head of the loader's file
 (client/loader.py). Slider arithmetic is the page state's: each slider's `min`, `step`, `count`
 and `decimals` as Python computes them (sources/controls.Slider), which the loader snaps and
 indexes by, never deriving them itself.
@@ -61,7 +62,12 @@ def facts() -> dict:
         "version": VERSION,
         **names.names(),
         "scenario": SCENARIO_DEP,
-        "font": {"family": theme.FONT_FAMILY, "weights": sorted({w for _, w in theme.FONT_FILES.values()})},
+        "font": {"family": theme.FONT_FAMILY, "weights": sorted({w for _, w in theme.FONT_FILES.values()}),
+                 # each weight's file, from the folder that holds the loader (a saved SVG embeds them)
+                 "files": {str(w): path for path, (_, w) in theme.FONT_FILES.items()}},
+        # each chart colour's CSS variable and the classes that paint with it in a static picture
+        "paints": {theme.css_var(role): {prop: theme.paint_class(prop, role) for prop in ("fill", "stroke")}
+                   for role in theme.PALETTE},
     }
 
 
@@ -178,7 +184,8 @@ def site_files(a: FigureArtifacts, scenario_map: dict[str, str], stem: str) -> d
 
     `<stem>.json` holds the Vega-Lite spec, its Vega compilation and the palette that recolours it, the
     default scenario's data and the names of the other scenarios' data files, fetched only
-    when the reader switches to them.
+    when the reader switches to them. `<stem>.svg` is the static picture as a file that stands
+    alone (theme.standalone_svg), which the figure links for readers without JavaScript.
     """
     files, variants = {}, {}
     # In key order, not in the order the data came in: a figure computed now and the same figure
@@ -191,4 +198,5 @@ def site_files(a: FigureArtifacts, scenario_map: dict[str, str], stem: str) -> d
         spec=a.spec, vega=a.vega, palette=theme.page_palette(), data=a.data[a.default], default=a.default,
         variants=variants, scenario_map=scenario_map, describe=a.describe))
     files[f"{stem}.csv"] = a.csv
+    files[f"{stem}.svg"] = theme.standalone_svg(a.svg)  # the static picture, to save without JavaScript
     return files

@@ -21,18 +21,23 @@ from ..names import ATTR, CLASS
 
 def figure_html(fig: FigureOnPage, url: Callable[[str], str], files: dict[str, str],
                 link: Callable[[str], str] | None = None) -> str:
-    """The figure: live view slot, static picture, data table and CSV link.
+    """The figure: live view slot, static picture, data table and download links.
 
-    `files` maps 'json' and 'csv' to site paths; `url` makes them page-relative for the data
-    attributes the page's scripts read, `link` (by default `url`) for the CSV's `href`, which a
-    host may rewrite (`site.Settings.links`). The static picture is inline, one for both
-    schemes: it takes its colours from the page's CSS. Here its frame holds a placeholder, and so
-    does the data table's box; `finished_parts` makes what fills them and `place` puts it in the
+    `files` maps 'json' and 'csv' (and 'svg', the static picture's own file, where the build
+    writes one) to site paths; `url` makes them page-relative for the data attributes the page's
+    scripts read, `link` (by default `url`) for the download links' `href`s, which a host may
+    rewrite (`site.Settings.links`). The static picture is inline, one for both schemes: it takes
+    its colours from the page's CSS. Here its frame holds a placeholder, and so does the data
+    table's box; `finished_parts` makes what fills them and `place` puts it in the
     finished page, so neither the picture's thousands of nodes nor the tables' rows (no text to
     search for) pass through Markdown and the search index.
     """
     link = link or url
     a = fig.artifacts
+    # The static picture as a file of its own (`files["svg"]`, where the build writes one): with the
+    # CSV, what a reader without JavaScript can save (the loader's buttons save the figure as shown).
+    picture_link = (f'<a href="{esc(link(files["svg"]))}" download>Download the picture (SVG)</a> · '
+                    if "svg" in files else "")
     cap_id = f"{fig.anchor}-caption"
     desc_id = f"{fig.anchor}-desc"
     return (
@@ -46,7 +51,8 @@ def figure_html(fig: FigureOnPage, url: Callable[[str], str], files: dict[str, s
         f'{controls_html(fig.request.sliders.values(), fig.anchor)}'
         f'<details class="eg-data" {SEARCH_EXCLUDE}><summary>Data table</summary>'
         f'{placeholder("data", fig.anchor)}'
-        f'<p class="eg-download"><a href="{esc(link(files["csv"]))}" download>Download every slider position (CSV)</a></p>'
+        f'<p class="eg-download">{picture_link}<a href="{esc(link(files["csv"]))}" download>'
+        f'Download every slider position (CSV)</a></p>'
         f'</details></figure>'
     )
 

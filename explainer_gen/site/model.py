@@ -77,7 +77,7 @@ class SiteModel:
     sources: Mapping[str, PageSource]       # src_uri -> the page as found
     refs: CrossRefs
     pages: Mapping[str, PageBuild]          # src_uri -> the page computed (it has figures or numbers)
-    figure_files: Mapping[str, Mapping[str, str]]  # "<anchor>@<src_uri>" -> {"json": path, "csv": path}
+    figure_files: Mapping[str, Mapping[str, str]]  # "<anchor>@<src_uri>" -> {"json": path, "csv": path, "svg": path}
     page_json: Mapping[str, str]            # src_uri -> the site path of its state
     bundle_path: str                        # the Vega bundle's site path
     loader_path: str                        # the loader's site path

@@ -230,9 +230,9 @@ class Store:
         return self.remember("numbers", key, timed, vars, lambda d: NumberResult(**d))
 
     def figure_files(self, fig) -> tuple[dict[str, str], dict[str, Generated]]:
-        """The figure's JSON, variant data and CSV (client/contract.site_files): where the page finds
-        them ({"json": path, "csv": path}), and the files to add to the site. Names hash what decides
-        them.
+        """The figure's JSON, variant data, CSV and picture (client/contract.site_files): where the
+        page finds them ({"json": path, "csv": path, "svg": path}), and the files to add to the
+        site. Names hash what decides them.
 
         With a cache, each file is stored once as a blob that the host copies, so a rebuild
         reads no figure data at all.
@@ -244,7 +244,7 @@ class Store:
         # The figure, and the code that writes its files (client/contract.py).
         key = digest(fig.artifacts.key, self.code.state(), fig.scenario_map)
         stem = f"{ASSETS}/fig/{key[:16]}"
-        where = {"json": f"{stem}.json", "csv": f"{stem}.csv"}
+        where = {"json": f"{stem}.json", "csv": f"{stem}.csv", "svg": f"{stem}.svg"}
         if self.cache.root is None:
             return where, dict(contract.site_files(self.heavy(fig), fig.scenario_map, stem))
         # The figure's heavy part, which its files are made from, stays in the cache while the

@@ -104,7 +104,8 @@ function isDefault() {
   });
 }
 
-function writeURL() {
+// The URL's query with the reader's state in it: what differs from the page as built.
+function stateQuery() {
   var q = new URLSearchParams(location.search);
   Object.keys(state.sliders).forEach(function (name) {
     var input = inputs(name)[0];
@@ -116,7 +117,11 @@ function writeURL() {
     if (!sel) return; // only choices other than the page's default go into the URL
     if (sel.value === sel.getAttribute(ATTR.default)) q.delete(name); else q.set(name, sel.value);
   });
-  var search = q.toString();
+  return q;
+}
+
+function writeURL() {
+  var search = stateQuery().toString();
   var url = location.pathname + (search ? "?" + search : "") + location.hash;
   if (url !== location.pathname + location.search + location.hash) history.replaceState(history.state, "", url);
 }

@@ -57,6 +57,7 @@ function teardown() {
   WAKE.forEach(function (type) { window.removeEventListener(type, wake, true); });
   wake = function () {};
   resetFigures();
+  resetExports();
   page = null;
   state = null;
 }
@@ -78,6 +79,7 @@ function init() {
     return { el: el, view: view, url: resolve(el, ATTR.figure), label: view.getAttribute("aria-label"),
              payload: null, result: null, params: params, wanted: false };
   });
+  figures.forEach(addExports);
   // Listen for a reader reaching for a figure from the start; what arrives before the
   // page's state is known is remembered and acted on once it is.
   figures.forEach(function (fig) {
