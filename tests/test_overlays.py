@@ -149,7 +149,7 @@ def test_a_figure_draws_the_measurements_of_its_own_setup(site, page, anchor):
     for m in want.values():
         assert markup.escape(m.raw["engine"], quote=False) in tables[1]
     # The CSV: the same rows, with their source, engine and setup.
-    href = re.search(r'<a href="([^"]+)" download>', fig).group(1)
+    href = re.search(r'<a href="([^"]+\.csv)" download>', fig).group(1)
     text = (site / "explainers" / page / href).resolve().read_text()
     table = list(csv.DictReader(io.StringIO(text)))
     named = {r["measurement id"]: r for r in table if r["measurement id"]}
