@@ -106,6 +106,13 @@ def palette_css() -> str:
     ])
 
 
+def light_paints() -> str:
+    """CSS giving a static picture's palette classes (static_svg_colours) the light scheme's colours:
+    what a picture carries when it leaves the page (a saved file, a share card)."""
+    return "".join(f".{paint_class(prop, role)}{{{prop}:{light}}}"
+                   for role, (light, _) in PALETTE.items() for prop in ("fill", "stroke"))
+
+
 def standalone_svg(svg: str) -> str:
     """A static picture (`static_svg_colours`' classes) as a file that stands alone, as the page's
     light scheme shows it: a <style> with the light palette's colour for each class and the chart
@@ -115,9 +122,7 @@ def standalone_svg(svg: str) -> str:
     fonts = "".join(f'@font-face{{font-family:"{FONT_FAMILY}";font-style:normal;font-weight:{weight};'
                     f'src:url(data:font/woff2;base64,{base64.b64encode(Path(path).read_bytes()).decode("ascii")}) '
                     f'format("woff2")}}' for path, weight in FONT_FILES.values())
-    paints = "".join(f".{paint_class(prop, role)}{{{prop}:{light}}}"
-                     for role, (light, _) in PALETTE.items() for prop in ("fill", "stroke"))
-    head = f'<style>{fonts}{paints}</style><rect width="100%" height="100%" fill="{LIGHT_BACKGROUND}"/>'
+    head = f'<style>{fonts}{light_paints()}</style><rect width="100%" height="100%" fill="{LIGHT_BACKGROUND}"/>'
     return re.sub(r"<svg\b[^>]*>", lambda m: m.group(0) + head, svg, count=1)
 
 

@@ -446,12 +446,10 @@ def test_every_computed_number_links_to_how_it_is_computed(site, name):
     # ... and so are a derivation written out twice, and a link to where none is written.
     block = WRITTEN.search(html)
     assert block, "no derivation written out, so the check of repeats below has nothing to check"
-    if block:
-        start = re.search(r'<ol class="eg-how-list"[^>]*>', html).group(0)
-        twice = html.replace(start, f'{start}<li id="how-n9999">{block.group(0)}</li>', 1)
-        assert any("written out more than once" in p for p in how_problems(twice))
+    start = re.search(r'<ol class="eg-how-list"[^>]*>', html).group(0)
+    twice = html.replace(start, f'{start}<li id="how-n9999">{block.group(0)}</li>', 1)
+    assert any("written out more than once" in p for p in how_problems(twice))
     same = re.search(r'<p class="eg-how-same">Made as in <a href="#([^"]+)"', html)
     assert same, "no derivation comes twice, so the check of its link below has nothing to check"
-    if same:
-        assert any("where none is written" in p
-                   for p in how_problems(html.replace(same.group(0), same.group(0).replace(same.group(1), "how-p0"))))
+    assert any("where none is written" in p
+               for p in how_problems(html.replace(same.group(0), same.group(0).replace(same.group(1), "how-p0"))))

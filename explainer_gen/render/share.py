@@ -163,8 +163,7 @@ def light_picture(fig: Figure, x: float, y: float, width: float, height: float) 
     light scheme: its palette classes (theme.static_svg_colours) given the roles' light values."""
     scale = min(width / fig.width, height / fig.height)
     w, h = fig.width * scale, fig.height * scale
-    style = " ".join(f".{theme.paint_class(prop, role)}{{{prop}:{light}}}"
-                     for role, (light, _) in theme.PALETTE.items() for prop in ("fill", "stroke"))
+    style = theme.light_paints()
     root = (f'<svg x="{x + (width - w) / 2:.1f}" y="{y + (height - h) / 2:.1f}" width="{w:.1f}" height="{h:.1f}" '
             f'viewBox="0 0 {fig.width} {fig.height}" preserveAspectRatio="xMidYMid meet">'
             f"<style>{style}</style>")
