@@ -751,6 +751,53 @@ def live_label_colour(page, fig, role: str = "axis-label") -> tuple[set[str], st
     return fills, "#%06x" % int(values[counts.argmax()])
 
 
+# The page's tab stops after the focused element, in the order Tab visits them when no element has
+# a positive tabindex (document order); for each, its index among the elements `selector` matches,
+# or -1. `tab_to_each` presses Tab as many times as it takes to reach the next of those elements
+# without asking the page after each press.
+TAB_STOPS = """selector => {
+  const from = document.activeElement || document.body, targets = [...document.querySelectorAll(selector)];
+  const focusable = 'a[href], area[href], button, input, select, textarea, summary, iframe, [tabindex], [contenteditable="true"]';
+  const stops = [...document.querySelectorAll(focusable)].filter(e => e.tabIndex >= 0 && !e.disabled
+      && !e.closest('[inert]') && e.checkVisibility({visibilityProperty: true})
+      && (from.compareDocumentPosition(e) & Node.DOCUMENT_POSITION_FOLLOWING));
+  return {positive: stops.some(e => e.tabIndex > 0), stops: stops.map(e => targets.indexOf(e))};
+}"""
+
+FOCUSED = "selector => [...document.querySelectorAll(selector)].indexOf(document.activeElement)"
+
+
+def tab_to_each(page, selector: str, max_presses: int):
+    """Press Tab through the page from the element that has focus, as a keyboard reader does,
+    and yield each time focus lands on an element `selector` matches: its index among them. The
+    caller checks the element while it has focus, and stops the walk when it has what it needs.
+
+    Tab is pressed as often as the page's tab stops (TAB_STOPS) say it takes to reach the next such
+    element, and focus is then read and must be on it. Where it is not (a stop the list missed,
+    or a page the caller's keys changed), the walk goes on one press at a time, reading focus after
+    each, up to `max_presses` in all: either way, every element yielded was reached by Tab."""
+    plan = page.evaluate(TAB_STOPS, selector)
+    planned = [] if plan["positive"] else [(i + 1, t) for i, t in enumerate(plan["stops"]) if t >= 0]
+    presses = 0
+    for at, target in planned:
+        if at > max_presses:
+            break
+        for _ in range(at - presses):
+            page.keyboard.press("Tab")
+        presses = at
+        focused = page.evaluate(FOCUSED, selector)
+        if focused >= 0:
+            yield focused
+        if focused != target:
+            break
+    while presses < max_presses:
+        page.keyboard.press("Tab")
+        presses += 1
+        focused = page.evaluate(FOCUSED, selector)
+        if focused >= 0:
+            yield focused
+
+
 def mark_document(page) -> None:
     """Mark the page's document: a link the theme's instant loader follows keeps the mark
     (`same_document`), a link loaded as a new page (every link, when the site's origin is not

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import route_fetch
+from helpers import route_fetch, tab_to_each
 
 pytestmark = pytest.mark.hosts()  # on both hosts' builds (tests/conftest.py)
 
@@ -166,67 +166,21 @@ def cards_shown_by_the_pointer(screen, url: str) -> int:
     return links.count()
 
 
-# The page's tab stops after the focused element, in the order Tab visits them when no element has
-# a positive tabindex (document order): each stop is the id of the card its link describes, or
-# null. The keyboard walk below presses Tab as many times as it takes to reach the next card's link
-# without asking the page after each press, and checks that the link has focus when it gets there.
-TAB_STOPS = """() => {
-  const from = document.activeElement;
-  const focusable = 'a[href], area[href], button, input, select, textarea, summary, iframe, [tabindex], [contenteditable="true"]';
-  const stops = [...document.querySelectorAll(focusable)].filter(e => e.tabIndex >= 0 && !e.disabled
-      && !e.closest('[inert]') && e.checkVisibility({visibilityProperty: true})
-      && (from.compareDocumentPosition(e) & Node.DOCUMENT_POSITION_FOLLOWING));
-  return {positive: stops.some(e => e.tabIndex > 0),
-          cards: stops.map(e => e.matches('.eg-ref > a') ? e.getAttribute('aria-describedby') : null)};
-}"""
-
-FOCUSED_CARD = ("() => document.activeElement && document.activeElement.matches('.eg-ref > a')"
-                " ? document.activeElement.getAttribute('aria-describedby') : null")
-
-
 def cards_shown_by_the_keyboard(screen, url: str) -> None:
     """Tab through the loaded page's article: every card settles inside the window, and Tab
-    reaches every card.
-
-    Tab is pressed as often as the page's tab stops (TAB_STOPS) say it takes to reach the next
-    card's link, and the link must then have focus. Where it has not (a stop the list missed),
-    the walk goes on one press at a time, asking after each which link has focus, until every
-    card has been reached: either way each card is reached by Tab and checked where Tab left it."""
-    ids = set(screen.locator(".eg-ref > a").evaluate_all("as => as.map(a => a.getAttribute('aria-describedby'))"))
+    reaches every card (helpers.tab_to_each)."""
+    links = screen.locator(".eg-ref > a").evaluate_all("as => as.map(a => a.getAttribute('aria-describedby'))")
     # Start from the top of the article, past the header and the sidebars.
     screen.evaluate("() => { const a = document.querySelector('article'); a.tabIndex = -1; a.focus(); }")
-    stops = screen.evaluate(TAB_STOPS)
-    # (presses needed, card) for each card link in the list; none where a positive tabindex reorders Tab
-    planned = [] if stops["positive"] else [(i + 1, card) for i, card in enumerate(stops["cards"]) if card]
     seen: set[str] = set()
-    presses = 0
-
-    def check(card: str) -> None:
+    for index in tab_to_each(screen, ".eg-ref > a", MAX_TABS):
+        card = links[index]
         assert_card_settles_inside(screen.locator(f'.eg-ref > a[aria-describedby="{card}"]'),
                                    f"{url} (keyboard)", screen.anchored)
         seen.add(card)
-
-    for at, card in planned:
-        if at > MAX_TABS:
+        if seen == set(links):
             break
-        for _ in range(at - presses):
-            screen.keyboard.press("Tab")
-        presses = at
-        focused = screen.evaluate(FOCUSED_CARD)
-        if focused != card:  # the list missed a stop: one press at a time from here
-            if focused is not None:
-                check(focused)
-            break
-        check(card)
-        if seen == ids:
-            return
-    while seen != ids and presses < MAX_TABS:
-        screen.keyboard.press("Tab")
-        presses += 1
-        card = screen.evaluate(FOCUSED_CARD)
-        if card is not None:
-            check(card)
-    assert seen == ids, f"{url}: Tab never reached {sorted(ids - seen)}"
+    assert seen == set(links), f"{url}: Tab never reached {sorted(set(links) - seen)}"
 
 
 def test_no_page_scrolls_sideways_and_every_card_stays_in_the_window(site, base_url, screen):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers import (DRAWING, HOST_BUILDS, mark_document, same_document, LIVE_TEXTS, REPO, copy_project, figure_pages, live_label_colour, serve,
+from helpers import (DRAWING, tab_to_each, HOST_BUILDS, mark_document, same_document, LIVE_TEXTS, REPO, copy_project, figure_pages, live_label_colour, serve,
                      site_pages, wait_for_figures)
 from conftest import PageWatch
 
@@ -36,10 +36,13 @@ def heading(site: Path, path: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", inner)).strip()[:30]
 
 
+CONTROLS = ".eg-figure input[type=range], .eg-scenario select"  # what a reader moves
+
+
 def keyboard_moves_every_control(page, path: str) -> None:
     """On the page as shown, with its figures live: Tab reaches every control of its figures and
     its switches, each has a visible label, and an arrow key moves it."""
-    controls = page.locator(".eg-figure input[type=range], .eg-scenario select")
+    controls = page.locator(CONTROLS)
     assert page.locator(".eg-view input").count() == 0  # every control is the page's own
     total = controls.count()
     # A figure page without a switch or a slider (the measurements' page) has nothing to move; one
@@ -50,12 +53,8 @@ def keyboard_moves_every_control(page, path: str) -> None:
         return
     reached = set()
     page.locator("body").focus()
-    for _ in range(400):
-        page.keyboard.press("Tab")
-        index = page.evaluate("() => { const all = [...document.querySelectorAll("
-                              "'.eg-figure input[type=range], .eg-scenario select')];"
-                              " return all.indexOf(document.activeElement); }")
-        if index >= 0 and index not in reached:
+    for index in tab_to_each(page, CONTROLS, 400):
+        if index not in reached:
             reached.add(index)
             control = controls.nth(index)
             name = control.evaluate("e => e.labels && e.labels[0] ? e.labels[0].innerText.trim() : ''")
