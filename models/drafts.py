@@ -38,7 +38,7 @@ from . import kvcache, speculative
 from .catalogue import LLM, Accelerator
 from .kvcache import bytes_per_token
 from .precision import ACTIVATION_BYTES, BF16_ALL, Precision
-from .roofline import step_time
+from .roofline import step_seconds
 
 KINDS = ("model", "medusa", "eagle", "mtp", "lookup")
 
@@ -68,7 +68,7 @@ class Drafter:
         batch = np.asarray(batch, dtype=float)
         if self.pass_model is None:
             return np.zeros_like(batch) if batch.ndim else 0.0
-        one = step_time(acc, self.pass_model, cards, batch, context, precision=precision).seconds
+        one = step_seconds(acc, self.pass_model, cards, batch, context, precision=precision)
         return self.passes * one
 
 

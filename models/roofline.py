@@ -79,7 +79,9 @@ class Efficiency:
         if self.overlap == math.inf:
             return longer
         k = self.overlap  # scaled by the longer one, so that no power overflows
-        if np.ndim(longer) == 0:
+        # A float (numpy's float64 is one) is told from an array without np.ndim, which costs more
+        # than the arithmetic: the serving simulation joins millions of kernels' parts this way.
+        if isinstance(longer, float) or np.ndim(longer) == 0:
             return longer * ((reads / longer) ** k + (arithmetic / longer) ** k) ** (1.0 / k) if longer else longer
         safe = np.where(longer > 0, longer, 1.0)
         return longer * ((reads / safe) ** k + (arithmetic / safe) ** k) ** (1.0 / k)
@@ -205,7 +207,9 @@ class Kernels:
     @classmethod
     def of(cls, acc: Accelerator, model: LLM, cards, precision: Precision = BF16_ALL) -> "Kernels":
         """The pieces on `cards` cards (an array of card counts gives arrays of pieces)."""
-        if np.ndim(cards) == 0:  # one count: the same pieces every time, kept (scalar passes are many)
+        # One count: the same pieces every time, kept (scalar passes are many, so a plain number
+        # is told from an array without np.ndim, which costs as much as the lookup).
+        if isinstance(cards, (int, float)) or np.ndim(cards) == 0:
             return _kernels_on(cls, acc, model, float(cards), precision)
         return cls._of(acc, model, cards, precision)
 
@@ -284,10 +288,44 @@ def step_time(acc: Accelerator, model: LLM, cards, tokens, context=0.0, requests
     """One pass over `tokens` positions of `requests` sequences (default: one position each, a
     decode step), each with `context` tokens already in its cache; `logits` of the positions go
     through the output head (default: all, as in decode and in a verify pass)."""
+    return pass_time(acc, model, cards, *_decode_pass(tokens, context, requests), precision, logits)
+
+
+def step_seconds(acc: Accelerator, model: LLM, cards, tokens, context=0.0, requests=None,
+                 precision: Precision = BF16_ALL, logits=None, eff: Efficiency | None = None):
+    """`step_time(...).seconds`, or with `eff` `step_time(...).at(eff)`: the same arithmetic on the
+    same values, so the same floating-point result, without the rest of a StepTime. The models
+    that search over batches (`models.speculative`, `models.trees`) price thousands of passes one
+    at a time and read only their time, which costs less than half as much as the whole StepTime."""
+    return pass_seconds(acc, model, cards, *_decode_pass(tokens, context, requests), precision, logits, eff)
+
+
+def _decode_pass(tokens, context, requests):
+    """`step_time`'s pass in `pass_time`'s terms: (tokens, cached, attended), each request reading
+    its `context` once and each position attending to it."""
     tokens = np.asarray(tokens, dtype=float)
     context = np.asarray(context, dtype=float)
     requests = tokens if requests is None else np.asarray(requests, dtype=float)
-    return pass_time(acc, model, cards, tokens, requests * context, tokens * context, precision, logits)
+    return tokens, requests * context, tokens * context
+
+
+def _carried(tokens, cached, attended, logits) -> tuple:
+    """What `pass_time` prices a pass on: float arrays of its positions, the cache they read and
+    attend to, and the positions through the head (`logits`; default: all of them)."""
+    tokens = np.asarray(tokens, dtype=float)
+    cached, attended = np.asarray(cached, dtype=float), np.asarray(attended, dtype=float)
+    return tokens, cached, attended, tokens if logits is None else np.asarray(logits, dtype=float)
+
+
+def pass_seconds(acc: Accelerator, model: LLM, cards, tokens, cached, attended, precision: Precision = BF16_ALL,
+                 logits=None, eff: Efficiency | None = None):
+    """`pass_time(...).seconds`, or with `eff` `pass_time(...).at(eff)`, alone (`step_seconds`)."""
+    carried = _carried(tokens, cached, attended, logits)
+    k = Kernels.of(acc, model, cards, precision)
+    if eff is None:
+        gemm, head, lookup, attention, talk = k.times(*carried)
+        return gemm + head + lookup + attention + talk  # as pass_time adds them
+    return (sum(k.times(*carried, eff=eff)) + eff.fixed(k.layers)) * eff.scale  # as StepTime.at prices them
 
 
 def pass_time(acc: Accelerator, model: LLM, cards, tokens, cached, attended,
@@ -302,9 +340,7 @@ def pass_time(acc: Accelerator, model: LLM, cards, tokens, cached, attended,
     distribution of a decode, and of a prompt's last position, and of no other prompt position.
     A pass with none runs no head GEMM, so reads none of its weights.
     """
-    tokens = np.asarray(tokens, dtype=float)
-    cached, attended = np.asarray(cached, dtype=float), np.asarray(attended, dtype=float)
-    rows = tokens if logits is None else np.asarray(logits, dtype=float)  # positions through the head
+    tokens, cached, attended, rows = _carried(tokens, cached, attended, logits)  # rows: positions through the head
     k = Kernels.of(acc, model, cards, precision)
     gemm, head, lookup, attention, talk = k.times(tokens, cached, attended, rows)
     seconds = gemm + head + lookup + attention + talk

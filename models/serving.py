@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import itertools
 import math
 from collections import deque
 from dataclasses import dataclass
@@ -124,12 +125,19 @@ class PassCost(Kernels):
 
     def _decode_line(self, n: int, cached: float) -> tuple[float, float]:
         """(first step's seconds, growth a step) of decode steps of `n` requests from `cached` tokens."""
+        per_token = self._per_cached_token
+        return self._uncached(n) + per_token * cached, per_token * n
+
+    @cached_property
+    def _per_cached_token(self) -> float:
+        """A decode step's attention seconds for each token its requests hold in cache: the same
+        at every step (a run asks for it hundreds of thousands of times), so made once."""
         # Decode attends to exactly what it reads.
         eff = self.eff
         per_token = (max(self.kv_cached, self.attention_attended) if eff is FLOOR
                      else eff.join(self.kv_cached / eff.bandwidth, self.attention_attended / eff.bf16, max))
         per_token *= eff.scale
-        return self._uncached(n) + per_token * cached, per_token * n
+        return per_token
 
     def _uncached(self, n: int) -> float:
         """A decode step of `n` requests without its attention: the same at every step of a run,
@@ -148,18 +156,22 @@ class PassCost(Kernels):
     def stretch(self, n: int, cached: float, most: int, seconds: float = math.inf) -> tuple[int, float]:
         """Decode steps of `n` requests from `cached` tokens: the fewest steps, at most `most`,
         that take at least `seconds`, and the time they take (`decode_steps`)."""
-        whole = self.decode_steps(n, cached, most)
+        return self._stretch(n, cached, most, seconds)[:2]
+
+    def _stretch(self, n: int, cached: float, most: int, seconds: float) -> tuple[int, float, float, float]:
+        """`stretch`, and the line its steps lie on (`_decode_line`), which the simulation needs too."""
+        a, b = self._decode_line(n, cached)  # `decode_steps` of k steps is _line_sum(a, b, 0, k)
+        whole = _line_sum(a, b, 0, most)
         if whole < seconds:
-            return most, whole
+            return most, whole, a, b
         # The root of K a + b K (K - 1) / 2 = seconds, then the whole step count on either side of it.
-        a, b = self._decode_line(n, cached)
         guess = seconds / a if b == 0 else (-(a - b / 2) + math.sqrt((a - b / 2) ** 2 + 2 * b * seconds)) / b
         k = min(max(math.ceil(guess - 1e-9), 1), most)
-        while k > 1 and self.decode_steps(n, cached, k - 1) >= seconds:
+        while k > 1 and _line_sum(a, b, 0, k - 1) >= seconds:
             k -= 1
-        while self.decode_steps(n, cached, k) < seconds:
+        while _line_sum(a, b, 0, k) < seconds:
             k += 1
-        return k, self.decode_steps(n, cached, k)
+        return k, _line_sum(a, b, 0, k), a, b
 
 
 def _line_sum(a: float, b: float, i: int, j: int) -> float:
@@ -403,8 +415,7 @@ def run(stream: Traffic, rate: float, scheduler: str, cost: PassCost, capacity: 
         if not decoding:
             raise RuntimeError("no request can run, and none is running")  # admission guarantees one fits
         until = arrive[nxt] - t if nxt < n and not waiting and not filling else math.inf
-        most, spent = cost.stretch(len(decoding), cached, decoding[0][0] - step, until)
-        first_step, growth = cost._decode_line(len(decoding), cached)
+        most, spent, first_step, growth = cost._stretch(len(decoding), cached, decoding[0][0] - step, until)
         ticked(t + first_step, first_step, growth, most)
         t += spent
         positions += len(decoding) * most
@@ -418,8 +429,11 @@ def run(stream: Traffic, rate: float, scheduler: str, cost: PassCost, capacity: 
     if stream.output[traced] > 1:
         trace.append(("decode", first[traced], finish[traced]))
     trace.insert(0, ("queue", arrive[traced], admitted[traced]))
+    # The gaps' rows as one array: read straight from the flattened rows, which costs half of
+    # np.array on a list of tuples (runs have thousands of rows), to the same float64 values.
+    rows = np.fromiter(itertools.chain.from_iterable(gaps), dtype=float, count=4 * len(gaps)).reshape(-1, 4)
     return Run(arrival, a(admitted), a(first), a(finish), stream.output, tuple(trace), positions,
-               peak_reserved, peak_running, np.array(gaps, dtype=float).reshape(-1, 4))
+               peak_reserved, peak_running, rows)
 
 
 def simulate(scheduler: str, rate: float, chunk: int, prefix: float, acc: Accelerator, model: LLM, cards: int,

@@ -13,7 +13,7 @@ import numpy as np
 
 from .catalogue import LLM, Accelerator
 from .precision import BF16_ALL, Precision
-from .roofline import step_time
+from .roofline import step_seconds
 
 
 def expected_tokens(a, k):
@@ -61,21 +61,18 @@ def per_token_acceptance(reported: str, value, k, tol: float = 1e-12):
     return out if out.ndim else float(out)
 
 
-def _price(st, eff):
-    """A pass's time: its roofline floor, or with `eff` (roofline.Efficiency, as models.estimate
-    fits it) the estimate."""
-    return st.seconds if eff is None else st.at(eff)
-
+# Each pass below is priced at its roofline floor, or with `eff` (roofline.Efficiency, as
+# models.estimate fits it) at the estimate: `step_seconds`, a step_time's time alone.
 
 def plain_step_s(acc: Accelerator, target: LLM, cards, batch, context=0.0,
                  precision: Precision = BF16_ALL, eff=None):
-    return _price(step_time(acc, target, cards, batch, context, precision=precision), eff)
+    return step_seconds(acc, target, cards, batch, context, precision=precision, eff=eff)
 
 
 def draft_step_s(acc: Accelerator, draft: LLM, cards, batch, context=0.0,
                  precision: Precision = BF16_ALL, eff=None):
     """One draft pass over the batch, on `cards` cards: one guess for every request."""
-    return _price(step_time(acc, draft, cards, batch, context, precision=precision), eff)
+    return step_seconds(acc, draft, cards, batch, context, precision=precision, eff=eff)
 
 
 def verify_step_s(acc: Accelerator, target: LLM, cards, batch, k, context=0.0,
@@ -83,8 +80,7 @@ def verify_step_s(acc: Accelerator, target: LLM, cards, batch, k, context=0.0,
     """The target's pass over batch x (k + 1) positions, reading each request's cache once."""
     batch = np.asarray(batch, dtype=float)
     k = np.asarray(k, dtype=float)
-    return _price(step_time(acc, target, cards, batch * (k + 1.0), context, requests=batch,
-                            precision=precision), eff)
+    return step_seconds(acc, target, cards, batch * (k + 1.0), context, requests=batch, precision=precision, eff=eff)
 
 
 def speculative_step_s(acc: Accelerator, target: LLM, draft: LLM, cards, batch, k, context=0.0,
@@ -103,9 +99,14 @@ def speculative_step_s(acc: Accelerator, target: LLM, draft: LLM, cards, batch, 
 def speedup(acc: Accelerator, target: LLM, draft: LLM, cards, batch, a, k, context=0.0,
             precision: Precision = BF16_ALL, eff=None, draft_cards=None):
     """Tokens per second with speculation over tokens per second without, at the same batch."""
+    return _speedup(expected_tokens(a, k), acc, target, draft, cards, batch, k, context, precision, eff, draft_cards)
+
+
+def _speedup(gain, acc, target, draft, cards, batch, k, context, precision, eff, draft_cards=None):
+    """`speedup` with its E(a, k) given as `gain`, which a search over batches computes once."""
     plain = plain_step_s(acc, target, cards, batch, context, precision, eff)
     spec = speculative_step_s(acc, target, draft, cards, batch, k, context, precision, eff, draft_cards)
-    return expected_tokens(a, k) * plain / spec
+    return gain * plain / spec
 
 
 def breakeven_batch(acc: Accelerator, target: LLM, draft: LLM, cards, a, k, context=0.0,
@@ -123,8 +124,10 @@ def breakeven_batch(acc: Accelerator, target: LLM, draft: LLM, cards, a, k, cont
     floor and priced by `eff` (the estimate fitted on measurements, `models.estimate`).
     """
     a, k = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(k, dtype=float))
+    gain = expected_tokens(a, k)  # the same at every batch the search tries
     return first_slower_batch(
-        lambda batch: speedup(acc, target, draft, cards, batch, a, k, context, precision, eff) < 1.0, a.shape, max_batch)
+        lambda batch: _speedup(gain, acc, target, draft, cards, batch, k, context, precision, eff) < 1.0, a.shape,
+        max_batch)
 
 
 def first_slower_batch(slower, shape, max_batch: int = 1 << 16) -> np.ndarray:

@@ -37,7 +37,7 @@ import numpy as np
 from . import speculative
 from .catalogue import LLM, Accelerator
 from .precision import BF16_ALL, Precision
-from .roofline import step_time
+from .roofline import step_seconds
 from .sampling import sibling_acceptance
 
 
@@ -128,8 +128,8 @@ def step_s(acc: Accelerator, target: LLM, draft: LLM, cards, batch, tree: Tree, 
     is one draft pass over the batch: every branch's first guess is drawn from the same next-token
     distribution. Each later level extends every branch, over batch x branches positions."""
     batch = np.asarray(batch, dtype=float)
-    first = step_time(acc, draft, cards, batch, context, precision=precision).seconds
-    level = step_time(acc, draft, cards, batch * tree.branches, context, requests=batch, precision=precision).seconds
+    first = step_seconds(acc, draft, cards, batch, context, precision=precision)
+    level = step_seconds(acc, draft, cards, batch * tree.branches, context, requests=batch, precision=precision)
     verify = speculative.verify_step_s(acc, target, cards, batch, tree.nodes, context, precision)
     return first + (tree.depth - 1) * level + verify
 

@@ -6,6 +6,11 @@ from typing import Any, Callable
 
 import numpy as np
 
+# Arguments that are their own key but for their type: a check of the build's choices of words
+# calls terms a hundred thousand times, nearly always with these, so they skip the general case.
+_PLAIN = frozenset((float, int, str, bool, type(None)))
+_MISSING = object()
+
 
 def remembering(fn: Callable) -> Callable:
     """`fn`, answering a call it has answered before from memory: for terms, which are pure
@@ -14,17 +19,21 @@ def remembering(fn: Callable) -> Callable:
     memory: dict = {}
 
     def key(v: Any):
+        t = type(v)
+        if t in _PLAIN:  # hashable: no need to try
+            return (t, v)
         if isinstance(v, np.ndarray):
             return ("array", v.shape, v.dtype.str, v.tobytes())
         hash(v)
-        return (type(v), v)  # 1, 1.0 and True are equal, but need not give the same answer
+        return (t, v)  # 1, 1.0 and True are equal, but need not give the same answer
 
     def call(*args, **kwargs):
         try:
-            k = (tuple(key(a) for a in args), tuple(sorted((n, key(v)) for n, v in kwargs.items())))
+            k = (tuple(map(key, args)), tuple(sorted((n, key(v)) for n, v in kwargs.items())) if kwargs else ())
         except TypeError:
             return fn(*args, **kwargs)
-        if k not in memory:
-            memory[k] = fn(*args, **kwargs)
-        return memory[k]
+        out = memory.get(k, _MISSING)
+        if out is _MISSING:
+            out = memory[k] = fn(*args, **kwargs)
+        return out
     return call

@@ -642,6 +642,19 @@ def _position(axes: list[Slider], index: int, env: dict[str, Any], n_envs: int) 
     return f" (at {', '.join(parts)})" if parts else ""
 
 
+class _Scope(dict):
+    """An env with the sliders' values set over it, made without copying the env: a number is
+    evaluated tens of thousands of times in a build, and an env may bind its terms only as they
+    are asked for (pages.varied_env). A name not set here is looked up in the env."""
+
+    def __init__(self, env: dict[str, Any]):
+        super().__init__()
+        self.env = env
+
+    def __missing__(self, name: str) -> Any:
+        return self.env[name]
+
+
 @dataclass
 class NumberResult:
     """The formatted value at every position of the dimensions it depends on."""
@@ -688,7 +701,7 @@ def compute_number(item: Inline, number_id: str, expr: Expr, fmt: Format, slider
     def texts_under(env: dict[str, Any], only: int | None = None) -> list[str]:
         """The number's texts over its sliders under one scenario's env (or its one text at the
         `only`-th position, in C order over the sliders)."""
-        scope = dict(env)
+        scope = _Scope(env)
         at = np.unravel_index(only, [s.count for s in axes]) if only is not None and axes else ()
         for i, s in enumerate(axes):
             scope[s.name] = (s.values()[at[i]] if only is not None else

@@ -25,8 +25,8 @@ from .numbers import (Across, Expr, NumberResult, compute_number, find_inline, f
                       parse_marks, shape_of)
 from .derivation import explain as derive_number
 from .memo import remembering
-from .vocabulary import (derivers as term_derivers, returns as term_returns, scenario_free, simulated, undescribed,
-                         vocabulary)
+from .vocabulary import (bound_term, derivers as term_derivers, returns as term_returns, scenario_free, simulated,
+                         undescribed, vocabulary)
 from ..sources.markdown import CHECKED_FENCES, FENCE_NAME, Fence, scan_fences, split_front_matter  # noqa: F401
 
 FIGURE_KEYS = ("figure", "caption", "scenario", "sliders")
@@ -228,6 +228,23 @@ def page_numbers(text: PageText, path: str, functions: set[str] | None = None, r
         yield item, expr, shape, fit_format(parse_format(fmt_text, path, item.line), shape, item, path), marks
 
 
+class _RememberingTerms(dict):
+    """`vocabulary(r, catalogue)`, with `extra` beside it, whose terms are bound and wrapped in
+    `remembering` as an expression first asks for them, not all at once: a page's choices of words
+    are checked under thousands of varied vocabularies (`varied_env`, one for each point of each
+    assumption's range and each scenario), and call a few of the ~140 terms in each, so binding and
+    wrapping every term up front cost more than the calls themselves. Only lookups by name
+    (`env[name]`, which is all `numbers.evaluate` does) reach a term not yet asked for."""
+
+    def __init__(self, r: Any, catalogue: Catalogue, extra: dict):
+        super().__init__(extra)
+        self._r, self._catalogue = r, catalogue
+
+    def __missing__(self, name: str) -> Callable:
+        fn = self[name] = remembering(bound_term(name, self._r, self._catalogue))  # KeyError: no such term
+        return fn
+
+
 def _no_memory(identity: dict, make: Callable[[], NumberResult]) -> NumberResult:
     return make()
 
@@ -280,8 +297,11 @@ def build_page(source: str, path: str, catalogue: Catalogue,
         its terms' answers kept for every choice of words that asks the same (`remembering`):
         the choices of a page call the same few terms at the same points."""
         cat = assumed.ASSUMPTIONS[key].vary(catalogue, t)
-        env = vocabulary(None, cat) if s < 0 else env_of(grid[s], cat)
-        return {k: remembering(v) if callable(v) else v for k, v in env.items()}
+        if s < 0:
+            return _RememberingTerms(None, cat, {})
+        scenario = grid[s]
+        return _RememberingTerms(Watched.of(resolve(scenario, cat)), cat,
+                                 {"__scenario__": scenario.key, "__fields__": scenario})
     unscoped = vocabulary(None, catalogue)  # bound without a scenario: only scenario-free terms run
     functions = {k for k in unscoped if not k.startswith("__")}
     default_env = grid.index(controls.scenario)

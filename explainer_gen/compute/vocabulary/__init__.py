@@ -24,13 +24,19 @@ TOPICS = (scenario.topic, roofline.topic, speculative.topic, batching.topic, kv.
 REGISTRY = Registry(*TOPICS)
 
 __all__ = ["AS_ARGUMENTS", "AS_PUBLISHED", "DEPENDENCIES", "REGISTRY", "Registry", "Returns", "TEXT", "Term", "TermError",
-           "Topic", "derivers", "returns", "scenario_free", "simulated", "undescribed", "vocabulary"]
+           "Topic", "bound_term", "derivers", "returns", "scenario_free", "simulated", "undescribed", "vocabulary"]
 
 
 def vocabulary(r: Resolved | None, catalogue: Catalogue) -> dict[str, Callable]:
     """Name -> function for inline numbers under scenario `r`; with None, only the terms that
     read no scenario run (the others raise)."""
     return REGISTRY.bind(r, catalogue)
+
+
+def bound_term(name: str, r: Resolved | None, catalogue: Catalogue) -> Callable:
+    """`vocabulary(r, catalogue)[name]`, binding that one term alone (KeyError for no such term):
+    for a caller that uses a few of the terms and would pay to bind them all."""
+    return REGISTRY.terms[name].bind(r, catalogue)
 
 
 def derivers(r: Resolved | None, catalogue: Catalogue) -> dict[str, Callable | None]:
