@@ -217,20 +217,63 @@ def scratch_docs(root: Path, pages: dict[str, str]) -> Path:
 SITE_CACHE = REPO / ".cache" / "explainer"
 
 
-def copy_project(dest: Path, cache: Path | None = None) -> Path:
+def copy_project(dest: Path, cache: Path | None = None, only: tuple[str, ...] | None = None) -> Path:
     """A scratch copy of the site sources (docs, mkdocs.yml) that tests may edit. With `cache`
     (the `warm_cache` fixture: the run's own build of the real site has filled it), the copy
     starts with that cache's entries in its own `.cache/explainer`, so its first build reads
     every figure and number it shares with the real site instead of computing them again. The
     entries are hard links where the file system allows: the cache writes each entry whole to a
     new file and renames it into place, so an entry is never changed in place and a link is as
-    good as a copy. Without `cache` the copy starts cold, for the tests about a first build."""
+    good as a copy. Without `cache` the copy starts cold, for the tests about a first build.
+
+    With `only` (explainer pages by their path under docs/, e.g. "explainers/roofline.md"), the
+    copy keeps those pages whole and makes every other explainer page a stub (stub_explainer):
+    a site with the same pages, links and headings whose build computes the named pages' figures
+    and numbers alone, for a test that needs a whole build of a site but not of all of this one
+    (a cold build of the real site is about a minute of one core's time)."""
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copytree(REPO / "docs", dest / "docs")
     shutil.copy(REPO / "mkdocs.yml", dest / "mkdocs.yml")
+    if only is not None:
+        pages = {p.relative_to(dest / "docs").as_posix(): p for p in (dest / "docs" / "explainers").glob("*.md")}
+        assert set(only) <= set(pages), f"no such explainer pages: {sorted(set(only) - set(pages))}"
+        for name, path in pages.items():
+            if name not in only:
+                path.write_text(stub_explainer(path.read_text()))
     if cache is not None:
         link_tree(cache, dest / ".cache" / "explainer")
     return dest
+
+
+def stub_explainer(text: str) -> str:
+    """An explainer page's Markdown cut down to what the rest of the site reads of it: its title
+    and description (the home page's list, other pages' "Read next"), its headings and its
+    figures' anchors (`fig-<kind>`, as compute/pages.py names them), which a link may name. No
+    `explainer:` front matter, no `read_next`, no fences, no inline numbers, no citations and no
+    glossary terms: nothing to compute and nothing that names another page, so a site of stubs
+    still builds with --strict."""
+    import yaml
+
+    from explainer_gen.sources.markdown import FENCE_NAME, scan_fences, split_front_matter
+
+    front, offset = split_front_matter(text)
+    meta = yaml.safe_load(front) if front is not None else {}
+    lines = text.split("\n")
+    fences, inside = scan_fences(lines)
+    figures = {f.line - 1: re.search(r"^figure:\s*(\S+)", f.body, re.M).group(1)
+               for f in fences if f.lang == FENCE_NAME}
+    out, seen = [], {}
+    for i, line in enumerate(lines):
+        if i in figures:
+            kind = figures[i]
+            n = seen[kind] = seen.get(kind, 0) + 1
+            anchor = f"fig-{kind}" + (f"-{n}" if n > 1 else "")
+            out.append(f'<span id="{anchor}"></span>')
+        elif i >= offset and i not in inside and re.match(r"#{1,6} ", line):
+            assert "{{" not in line and "[" not in line, f"a heading a stub cannot keep as it is: {line}"
+            out.append(f"{line}\n\nA stand-in for this page: the scratch site computes none of it.")
+    kept = {k: meta[k] for k in ("title", "description") if k in meta}
+    return "---\n" + "".join(f"{k}: {json.dumps(v)}\n" for k, v in kept.items()) + "---\n\n" + "\n\n".join(out) + "\n"
 
 
 def copy_code(project: Path) -> Path:

@@ -9,7 +9,9 @@ hashes of the code it loaded.
 The test runs a scratch copy of the project (its own `models/` and `explainer_gen/` first on
 PYTHONPATH), doubles the weight-read term of the step time in the copy's model while serve
 runs, and reads the page's step time: under serve, then from a fresh build on serve's cache, then
-from a build without a cache.
+from a build without a cache. The copy keeps the speculative-decoding page whole and the other
+explainers as stubs (helpers.copy_project's `only`): the edit recomputes every figure and number
+of the copy, and the last build is cold, so each is the work of one page, not of the whole site.
 """
 from __future__ import annotations
 
@@ -36,7 +38,7 @@ def step_ms(html: str) -> float:
 
 @pytest.fixture
 def project(tmp_path, warm_cache):
-    return copy_code(copy_project(tmp_path / "project", warm_cache))
+    return copy_code(copy_project(tmp_path / "project", warm_cache, only=("explainers/speculative-decoding.md",)))
 
 
 def test_an_edit_to_model_code_shows_under_serve_and_is_never_cached_under_the_old_code(project, tmp_path):
