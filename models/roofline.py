@@ -134,7 +134,7 @@ class StepTime:
 
     def at(self, eff: Efficiency):
         """Seconds of the same pass with its kernels at `eff`'s shares, plus `eff`'s fixed costs."""
-        return (sum(self.pieces.times(*self.carried, eff=eff)) + eff.fixed(self.pieces.layers)) * eff.scale
+        return self.pieces.at(self.carried, eff)
 
 
 def flops_per_token(model: LLM) -> float:
@@ -255,6 +255,12 @@ class Kernels:
         return ((self.dense_position + self.expert_position) * tokens + self.head_logit * logits
                 + self.attention_attended * attended)
 
+    def at(self, carried: tuple, eff: Efficiency):
+        """Seconds of a pass over `carried` (tokens, cached, attended, logits) with every kernel at
+        `eff`'s shares of its roofline, plus `eff`'s fixed costs: the estimate of a pass
+        (`StepTime.at`, `pass_seconds`)."""
+        return (sum(self.times(*carried, eff=eff)) + eff.fixed(self.layers)) * eff.scale
+
     def times(self, tokens, cached, attended, logits, mx=np.maximum, eff: Efficiency = FLOOR):
         """(block GEMMs, head, lookup, attention, communication) seconds of one pass, each kernel
         at `eff`'s shares of its roofline (the floor by default). `eff`'s fixed costs are not
@@ -325,7 +331,7 @@ def pass_seconds(acc: Accelerator, model: LLM, cards, tokens, cached, attended, 
     if eff is None:
         gemm, head, lookup, attention, talk = k.times(*carried)
         return gemm + head + lookup + attention + talk  # as pass_time adds them
-    return (sum(k.times(*carried, eff=eff)) + eff.fixed(k.layers)) * eff.scale  # as StepTime.at prices them
+    return k.at(carried, eff)
 
 
 def pass_time(acc: Accelerator, model: LLM, cards, tokens, cached, attended,

@@ -248,27 +248,26 @@ def copy_project(dest: Path, cache: Path | None = None, only: tuple[str, ...] | 
 def stub_explainer(text: str) -> str:
     """An explainer page's Markdown cut down to what the rest of the site reads of it: its title
     and description (the home page's list, other pages' "Read next"), its headings and its
-    figures' anchors (`fig-<kind>`, as compute/pages.py names them), which a link may name. No
+    figures' anchors (`pages.figure_anchor`), which a link may name. No
     `explainer:` front matter, no `read_next`, no fences, no inline numbers, no citations and no
     glossary terms: nothing to compute and nothing that names another page, so a site of stubs
     still builds with --strict."""
     import yaml
 
+    from explainer_gen.compute.pages import figure_anchor
     from explainer_gen.sources.markdown import FENCE_NAME, scan_fences, split_front_matter
 
     front, offset = split_front_matter(text)
     meta = yaml.safe_load(front) if front is not None else {}
     lines = text.split("\n")
     fences, inside = scan_fences(lines)
-    figures = {f.line - 1: re.search(r"^figure:\s*(\S+)", f.body, re.M).group(1)
-               for f in fences if f.lang == FENCE_NAME}
+    figures = {f.line - 1: yaml.safe_load(f.body)["figure"] for f in fences if f.lang == FENCE_NAME}
     out, seen = [], {}
     for i, line in enumerate(lines):
         if i in figures:
             kind = figures[i]
             n = seen[kind] = seen.get(kind, 0) + 1
-            anchor = f"fig-{kind}" + (f"-{n}" if n > 1 else "")
-            out.append(f'<span id="{anchor}"></span>')
+            out.append(f'<span id="{figure_anchor(kind, n)}"></span>')
         elif i >= offset and i not in inside and re.match(r"#{1,6} ", line):
             assert "{{" not in line and "[" not in line, f"a heading a stub cannot keep as it is: {line}"
             out.append(f"{line}\n\nA stand-in for this page: the scratch site computes none of it.")

@@ -65,8 +65,8 @@ def project(tmp_path, monkeypatch, warm_cache):
     return own_catalogue(copy_project(tmp_path / "project", warm_cache))
 
 
-# The explainer pages whose figures and numbers cost least to compute, cold: three to six seconds
-# of one core each, against ten to twelve for the speculative-decoding, serving and KV-cache pages.
+# The four explainer pages whose figures and numbers cost least to compute cold (the
+# speculative-decoding, serving and KV-cache pages each cost about twice as much or more).
 CHEAP_PAGES = ("explainers/measured.md", "explainers/batching.md", "explainers/draft-trees.md",
                "explainers/roofline.md")
 

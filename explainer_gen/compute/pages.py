@@ -228,6 +228,12 @@ def page_numbers(text: PageText, path: str, functions: set[str] | None = None, r
         yield item, expr, shape, fit_format(parse_format(fmt_text, path, item.line), shape, item, path), marks
 
 
+def figure_anchor(kind: str, n: int) -> str:
+    """The id of a page's `n`-th figure of `kind` (counted from 1): `fig-<kind>`, then `fig-<kind>-2`, ...
+    Links, shared URLs and the page's scripts name figures by it."""
+    return f"fig-{kind}" + (f"-{n}" if n > 1 else "")
+
+
 class _RememberingTerms(dict):
     """`vocabulary(r, catalogue)`, with `extra` beside it, whose terms are bound and wrapped in
     `remembering` as an expression first asks for them, not all at once: a page's choices of words
@@ -270,7 +276,7 @@ def build_page(source: str, path: str, catalogue: Catalogue,
     for fence in (f for f in fences if f.lang == FENCE_NAME):
         request, scenario_map = parse_figure(fence, path, controls, catalogue)
         n = anchors[request.kind] = anchors.get(request.kind, 0) + 1
-        anchor = f"fig-{request.kind}" + (f"-{n}" if n > 1 else "")
+        anchor = figure_anchor(request.kind, n)
         page.figures.append(FigureOnPage(fence, anchor, request, make_figure(request), scenario_map))
         size = page.figure_data_bytes()
         if size > budget_bytes:
