@@ -763,23 +763,32 @@ def screenshot_rgb(page, clip: dict) -> np.ndarray:
         return np.asarray(image.convert("RGB")).astype(np.int16)
 
 
-def live_label_colour(page, fig, role: str = "axis-label") -> tuple[set[str], str | None]:
+# A live figure's view scrolled to the middle of the window at once (the theme scrolls smoothly,
+# which would move the labels under a screenshot), and what reading its labels' colour takes: the
+# text it draws (LIVE_TEXTS), the screen's pixel ratio and the page's background.
+LABELS_IN_VIEW = ("f => { f.querySelector('.eg-view .marks').scrollIntoView({block: 'center', behavior: 'instant'});"
+                  " return {texts: (" + LIVE_TEXTS + ")(f), scale: devicePixelRatio, bg: (" + BACKGROUND + ")()}; }")
+
+
+def live_label_colour(page, fig, role: str = "axis-label", in_view: dict | None = None) -> tuple[set[str], str | None]:
     """A live figure's labels of `role`: the fills Vega paints them with (its scenegraph), and the
     colour displayed, read from a screenshot: the commonest colour among the labels' strongly
     inked pixels (at least half as far from the page background as the farthest). Anti-aliasing
     mixes a glyph's colour with the background behind it, so the pixels a glyph covers fully,
     the commonest of the inked ones, show the colour itself. Read on a screen of devicePixelRatio
-    2, where full pixels are most of a label's ink (at 1 a thin label may have none)."""
-    # Scrolled at once (the theme scrolls smoothly, which would move the labels under the screenshot).
-    fig.evaluate("f => f.querySelector('.eg-view .marks').scrollIntoView({block: 'center', behavior: 'instant'})")
-    labels = [t for t in fig.evaluate(LIVE_TEXTS) if t["role"] == role]
+    2, where full pixels are most of a label's ink (at 1 a thin label may have none).
+
+    `in_view` is what LABELS_IN_VIEW returned for the figure, if the caller has already read it
+    (in the same evaluate as its own checks); otherwise it is read here."""
+    in_view = in_view or fig.evaluate(LABELS_IN_VIEW)
+    labels = [t for t in in_view["texts"] if t["role"] == role]
     if not labels:
         return set(), None
     x0, y0 = max(0, int(min(t["left"] for t in labels)) - 1), max(0, int(min(t["top"] for t in labels)) - 1)
     x1, y1 = int(max(t["right"] for t in labels)) + 2, int(max(t["bottom"] for t in labels)) + 2
-    scale = page.evaluate("devicePixelRatio")
+    scale = in_view["scale"]
     img = screenshot_rgb(page, {"x": x0, "y": y0, "width": x1 - x0, "height": y1 - y0})
-    bg = np.array(page.evaluate(BACKGROUND), np.int16)
+    bg = np.array(in_view["bg"], np.int16)
     ink = np.concatenate([img[int((t["top"] - y0) * scale):int(np.ceil((t["bottom"] - y0) * scale)),
                               int((t["left"] - x0) * scale):int(np.ceil((t["right"] - x0) * scale))].reshape(-1, 3)
                           for t in labels])

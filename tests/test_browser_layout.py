@@ -156,28 +156,27 @@ def assert_card_settles_inside(link, where: str, anchored: bool, tries: int = 15
 def cards_shown_by_the_pointer(screen, url: str) -> int:
     """Every card of the loaded page, shown by the pointer with its link in the middle of the
     window, settles inside the window; returns how many were checked."""
-    links = screen.locator(".eg-ref > a")
-    for i in range(links.count()):
+    links = screen.locator(".eg-ref > a").element_handles()  # the page stays: its links are found once
+    for link in links:
         screen.mouse.move(0, 0)
-        x, y = links.nth(i).evaluate(POINT_AT)
+        x, y = link.evaluate(POINT_AT)
         screen.mouse.move(x, y)
-        assert_card_settles_inside(links.nth(i), url, screen.anchored)
+        assert_card_settles_inside(link, url, screen.anchored)
     screen.mouse.move(0, 0)  # over the header: no card left shown by the pointer
-    return links.count()
+    return len(links)
 
 
 def cards_shown_by_the_keyboard(screen, url: str) -> None:
     """Tab through the loaded page's article: every card settles inside the window, and Tab
     reaches every card (helpers.tab_to_each)."""
+    handles = screen.locator(".eg-ref > a").element_handles()
     links = screen.locator(".eg-ref > a").evaluate_all("as => as.map(a => a.getAttribute('aria-describedby'))")
     # Start from the top of the article, past the header and the sidebars.
     screen.evaluate("() => { const a = document.querySelector('article'); a.tabIndex = -1; a.focus(); }")
     seen: set[str] = set()
     for index in tab_to_each(screen, ".eg-ref > a", MAX_TABS):
-        card = links[index]
-        assert_card_settles_inside(screen.locator(f'.eg-ref > a[aria-describedby="{card}"]'),
-                                   f"{url} (keyboard)", screen.anchored)
-        seen.add(card)
+        assert_card_settles_inside(handles[index], f"{url} (keyboard)", screen.anchored)
+        seen.add(links[index])
         if seen == set(links):
             break
     assert seen == set(links), f"{url}: Tab never reached {sorted(set(links) - seen)}"

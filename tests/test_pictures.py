@@ -30,7 +30,7 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from explainer_gen.theme import FONT_FAMILY, PALETTE
-from helpers import LIVE_TEXTS, live_label_colour, screenshot_rgb
+from helpers import LABELS_IN_VIEW, LIVE_TEXTS, live_label_colour, screenshot_rgb
 
 DESKTOP, PHONE = (1280, 900), (390, 844)
 SCREENS = {
@@ -112,16 +112,27 @@ SIDEWAYS = "() => ({scroll: document.documentElement.scrollWidth, inner: innerWi
 
 LIVE = "f => !!window.explainerGen && window.explainerGen.figures().some(x => x.el === f)"
 
+# Displayed as Playwright's `is_visible` has it: a box with area, and not hidden by its style or
+# an ancestor's (display, visibility, content-visibility).
+SHOWN = """e => { const r = e.getBoundingClientRect();
+  return e.checkVisibility({visibilityProperty: true}) && getComputedStyle(e).visibility !== 'hidden'
+    && r.width > 0 && r.height > 0; }"""
+
+# The figure is live (LIVE) and its live view's drawing surface is displayed.
+LIVE_AND_SHOWN = ("f => { const m = f.querySelector('.eg-view .marks');"
+                  " return (" + LIVE + ")(f) && !!m && (" + SHOWN + ")(m); }")
+
 
 def kinds(shown: list[dict]) -> list[str]:
     return [p["kind"] for p in shown]
 
 
-def scheme_colours(fig, index: int) -> list[str]:
+def scheme_colours(look: dict, index: int) -> list[str]:
     """What in the static picture is not in the scheme's colours (empty when all is): every paint
-    displayed is the scheme's colour of a palette role, the one its class names if it names one."""
+    displayed is the scheme's colour of a palette role, the one its class names if it names one.
+    `look` is what STATIC_LOOK read of the figure."""
     wrong = []
-    paints = fig.evaluate(PAINTS)
+    paints = look["paints"]
     scheme = {rgb(v[index]) for v in PALETTE.values()}
     if not any(role for role, _, _ in paints):
         wrong.append("no palette colours in the static picture")
@@ -130,7 +141,7 @@ def scheme_colours(fig, index: int) -> list[str]:
             wrong.append(f"{prop} of a {role} mark is {value}, not {rgb(PALETTE[role][index])}")
         elif role is None and value not in ("none", "rgba(0, 0, 0, 0)") and value not in scheme:
             wrong.append(f"a {prop} is {value}, which is no palette colour of this scheme")
-    labels = fig.evaluate(AXIS_LABEL_FILLS, "svg.eg-static")
+    labels = look["labels"]
     if not labels or set(labels) != {rgb(PALETTE["muted"][index])}:
         wrong.append(f"axis labels are {sorted(set(labels))}, not {rgb(PALETTE['muted'][index])}")
     return sorted(set(wrong))
@@ -148,16 +159,16 @@ def into_view(page, fig) -> None:
 
 
 def reach(page, fig, phone: bool, timeout: float = 30_000) -> None:
-    """Reach for a figure as a reader does: point at it, or on a phone touch it; then wait
-    until it is live."""
-    into_view(page, fig)
+    """Reach for a figure as a reader does: point at it, or on a phone touch it (Playwright
+    scrolls it into view first); then wait until it is live. The pointer starts parked over the
+    header, so no other figure passes under it as the page scrolls."""
+    park(page)
     picture = fig.locator("svg.eg-static")
     if phone:
         picture.tap(timeout=timeout)
     else:
         picture.hover(timeout=timeout)
-    fig.locator(".eg-view .marks").wait_for(state="visible", timeout=timeout)
-    page.wait_for_function(LIVE, arg=fig.element_handle(), timeout=timeout)
+    page.wait_for_function(LIVE_AND_SHOWN, arg=fig.element_handle(), timeout=timeout)
     park(page)
 
 
@@ -183,7 +194,8 @@ def figures_gone_live(page, base_url: str, paths: list[str], scheme: str, phone:
     down, while the live view keeps the height its labels need.)
 
     `after_page(path)`, if given, runs once each page's figures are all live, and returns what it
-    found wrong there."""
+    found wrong there. Each figure is read in one evaluate before it goes live (STATIC_LOOK) and
+    one after (LIVE_LOOK, which comes with the figure)."""
     material, index = SCHEMES[scheme]
     for path in paths:
         park(page)  # nothing under the pointer when the page arrives
@@ -193,22 +205,21 @@ def figures_gone_live(page, base_url: str, paths: list[str], scheme: str, phone:
         figures = page.locator(".eg-figure[data-eg-figure]")
         for i in range(figures.count()):
             fig = figures.nth(i)
-            name = f"{path}#{fig.get_attribute('id')}"
-            problems += one_static_picture(page, fig, f"{name} before it goes live", index)
-            before = fig.bounding_box()
+            before = fig.evaluate(STATIC_LOOK)
+            name = f"{path}#{before['id']}"
+            problems += static_problems(before, f"{name} before it goes live", index)
             try:
                 reach(page, fig, phone, timeout=15_000)
             except PlaywrightTimeout as exc:
                 problems.append(f"{name}: could not be reached for: {str(exc).splitlines()[0]}")
                 continue
-            shown = fig.evaluate(PICTURES)
-            if kinds(shown) != ["live"]:
-                problems.append(f"{name}: once live it displays {kinds(shown)}, not ['live']")
-            after = fig.bounding_box()
+            after = fig.evaluate(LIVE_LOOK)
+            if kinds(after["shown"]) != ["live"]:
+                problems.append(f"{name}: once live it displays {kinds(after['shown'])}, not ['live']")
             if not phone and abs(after["height"] - before["height"]) > 0.5:
                 problems.append(f"{name}: going live changes its height from {before['height']:.1f} to "
                                 f"{after['height']:.1f} px in a {before['width']:.0f} px column")
-            yield name, fig
+            yield name, fig, after
         if figures.count():
             problems += sideways(page, path, "with its figures live")
         if after_page:
@@ -270,17 +281,18 @@ def test_each_figure_displays_one_picture_before_and_after_it_goes_live(site, ba
         def after_page(path):
             found = page_is_clean(page, watch, path, axe)
             return found if phone else found + printed_problems(page, path)
-        for name, fig in figures_gone_live(page, base_url, built_pages(site), scheme, phone, problems, after_page):
+        for name, fig, live in figures_gone_live(page, base_url, built_pages(site), scheme, phone, problems,
+                                                 after_page):
             muted = PALETTE["muted"][index]
-            fills, drawn = live_label_colour(page, fig)
+            fills, drawn = live_label_colour(page, fig, in_view=live)
             if fills != {muted} or drawn != muted:
                 problems.append(f"{name}: live axis labels are painted {sorted(fills)} and displayed {drawn}, "
                                 f"not {muted}")
-            families = {first_family(t["font"]) for t in fig.evaluate(LIVE_TEXTS)}
-            if families != {FONT_FAMILY} or not page.evaluate(CHART_FONT_LOADED):
+            families = {first_family(t["font"]) for t in live["texts"]}
+            if families != {FONT_FAMILY} or not live["font"]:
                 problems.append(f"{name}: live labels are set in {sorted(families)}, chart font loaded: "
-                                f"{page.evaluate(CHART_FONT_LOADED)}")
-            if not fig.evaluate(SHARP):
+                                f"{live['font']}")
+            if not live["sharp"]:
                 problems.append(f"{name}: the live view has fewer pixels than the screen it is drawn on")
             figures_seen += 1
     finally:
@@ -613,9 +625,25 @@ TABLE = """f => {
 }"""
 
 
-def table_reachable(page, fig, name: str) -> list[str]:
-    """The data table's summary is displayed, and opening it displays every row."""
-    t = fig.evaluate(TABLE)
+# One read of a figure before it goes live, scrolled into view at once if it is not (the theme
+# scrolls smoothly): its id and box, the pictures it displays (PICTURES), the static picture's
+# paints (PAINTS) and axis label fills, and its data table (TABLE).
+STATIC_LOOK = ("f => { f.scrollIntoView({block: 'nearest', behavior: 'instant'}); const r = f.getBoundingClientRect();"
+               " return {id: f.id, width: r.width, height: r.height, shown: (" + PICTURES + ")(f),"
+               " paints: (" + PAINTS + ")(f), labels: (" + AXIS_LABEL_FILLS + ")(f, 'svg.eg-static'),"
+               " table: (" + TABLE + ")(f)}; }")
+
+# One read of a live figure, its view scrolled to the middle of the window (LABELS_IN_VIEW, for the
+# colour of its labels): its box, the pictures it displays, whether the chart font is loaded and
+# whether the view is sharp.
+LIVE_LOOK = ("f => { const v = (" + LABELS_IN_VIEW + ")(f), r = f.getBoundingClientRect();"
+             " return {...v, width: r.width, height: r.height, shown: (" + PICTURES + ")(f),"
+             " font: (" + CHART_FONT_LOADED + ")(), sharp: (" + SHARP + ")(f)}; }")
+
+
+def table_reachable(fig, name: str, t: dict) -> list[str]:
+    """The data table's summary is displayed, and opening it displays every row. `t` is what
+    TABLE read of the figure."""
     if not (t["details"] and t["summary"] and t["rows"]):
         return [f"{name}: data table not reachable: {t}"]
     if not t["open"]:
@@ -624,22 +652,24 @@ def table_reachable(page, fig, name: str) -> list[str]:
     return [] if t["open"] and t["rowsShown"] == t["rows"] else [f"{name}: opened data table shows {t}"]
 
 
-def one_static_picture(page, fig, name: str, index: int) -> list[str]:
-    """The figure, scrolled into view, displays its static picture alone, in the palette's
-    colours for scheme `index` (0 light, 1 dark)."""
-    into_view(page, fig)
-    shown = fig.evaluate(PICTURES)
-    problems = [f"{name}: displays {kinds(shown)}, not ['static']"] if kinds(shown) != ["static"] else []
-    return problems + [f"{name}: {w}" for w in scheme_colours(fig, index)]
+def static_problems(look: dict, name: str, index: int) -> list[str]:
+    """The figure, as STATIC_LOOK read it scrolled into view, displays its static picture alone,
+    in the palette's colours for scheme `index` (0 light, 1 dark)."""
+    shown = kinds(look["shown"])
+    problems = [f"{name}: displays {shown}, not ['static']"] if shown != ["static"] else []
+    return problems + [f"{name}: {w}" for w in scheme_colours(look, index)]
 
 
-def static_pictures_problems(page, figures, path: str, where: str) -> list[str]:
-    """Each figure displays its static picture alone, in the light palette, with its table reachable."""
+def static_pictures_problems(figures, path: str, where: str, min_height: float = 0) -> list[str]:
+    """Each figure displays its static picture alone, in the light palette, with its table
+    reachable, and drawn more than `min_height` px tall."""
     problems = []
-    for i in range(figures.count()):
-        fig = figures.nth(i)
-        name = f"{path}#{fig.get_attribute('id')}{where}"
-        problems += one_static_picture(page, fig, name, 0) + table_reachable(page, fig, name)
+    for fig in figures.all():
+        look = fig.evaluate(STATIC_LOOK)
+        name = f"{path}#{look['id']}{where}"
+        problems += static_problems(look, name, 0) + table_reachable(fig, name, look["table"])
+        problems += [f"{name}: static picture under {min_height} px tall" for p in look["shown"]
+                     if p["kind"] == "static" and not p["bottom"] - p["top"] > min_height]
     return problems
 
 
@@ -655,12 +685,7 @@ def test_without_javascript_each_figure_displays_one_picture_and_its_table(site,
             page.goto(base_url + path)
             figures = page.locator(".eg-figure[data-eg-figure]")
             assert figures.count(), path
-            problems += static_pictures_problems(page, figures, path, "")
-            for fig in figures.all():
-                picture = fig.locator("svg.eg-static")
-                picture.scroll_into_view_if_needed()
-                if not picture.bounding_box()["height"] > 100:
-                    problems.append(f"{path}#{fig.get_attribute('id')}: static picture under 100 px tall")
+            problems += static_pictures_problems(figures, path, "", min_height=100)
             html = (site / path / "index.html").read_text()
             shown = page.locator(".eg-num").all_inner_texts()
             # As text: a choice of words may hold an apostrophe, which the HTML writes as an entity.
@@ -670,6 +695,14 @@ def test_without_javascript_each_figure_displays_one_picture_and_its_table(site,
     finally:
         context.close()
     assert not problems, "\n".join(problems)
+
+
+# On the page as printed: how many figures are not live, how many live views and how many controls
+# are displayed (SHOWN).
+PRINTED = """() => { const shown = SHOWN, all = s => [...document.querySelectorAll(s)];
+  return {notLive: all('.eg-figure[data-eg-figure]').filter(f => !f.classList.contains('eg-live')).length,
+          views: all('.eg-figure[data-eg-figure] .eg-view').filter(shown).length,
+          controls: all('input[type=range], .eg-scenario').filter(shown).length}; }""".replace("SHOWN", SHOWN)
 
 
 def printed_problems(page, path: str) -> list[str]:
@@ -683,12 +716,11 @@ def printed_problems(page, path: str) -> list[str]:
         return []
     page.emulate_media(media="print")
     try:
-        problems = [f"{path}: a figure is not live when printed"
-                    for f in figures.all() if "eg-live" not in f.get_attribute("class")]
-        problems += [f"{path}: a live view is shown in print" for f in figures.all() if f.locator(".eg-view").is_visible()]
-        problems += [f"{path}: a control is shown in print"
-                     for e in page.locator("input[type=range], .eg-scenario").all() if e.is_visible()]
-        return problems + static_pictures_problems(page, figures, path, " (print)")
+        printed = page.evaluate(PRINTED)
+        problems = [f"{path}: a figure is not live when printed"] * printed["notLive"]
+        problems += [f"{path}: a live view is shown in print"] * printed["views"]
+        problems += [f"{path}: a control is shown in print"] * printed["controls"]
+        return problems + static_pictures_problems(figures, path, " (print)")
     finally:
         page.emulate_media(media="screen")
 

@@ -39,6 +39,14 @@ def heading(site: Path, path: str) -> str:
 CONTROLS = ".eg-figure input[type=range], .eg-scenario select"  # what a reader moves
 
 
+# A control's visible label, its value, and the arrow key that moves it: right on a slider, left
+# where it stands at its end; down on a select, up where nothing below can be chosen (a select
+# skips greyed-out choices).
+KEY_THAT_MOVES = """e => [e.labels && e.labels[0] ? e.labels[0].innerText.trim() : '', e.value,
+  e.tagName === 'INPUT' ? (+e.value >= +e.max ? 'ArrowLeft' : 'ArrowRight')
+    : [...e.options].slice(e.selectedIndex + 1).some(o => !o.disabled) ? 'ArrowDown' : 'ArrowUp']"""
+
+
 def keyboard_moves_every_control(page, path: str) -> None:
     """On the page as shown, with its figures live: Tab reaches every control of its figures and
     its switches, each has a visible label, and an arrow key moves it."""
@@ -57,16 +65,8 @@ def keyboard_moves_every_control(page, path: str) -> None:
         if index not in reached:
             reached.add(index)
             control = controls.nth(index)
-            name = control.evaluate("e => e.labels && e.labels[0] ? e.labels[0].innerText.trim() : ''")
+            name, before, key = control.evaluate(KEY_THAT_MOVES)
             assert name, f"control {index} on {path} has no visible label"
-            before = control.input_value()
-            key = "ArrowRight" if control.evaluate("e => e.tagName") == "INPUT" else "ArrowDown"
-            if control.evaluate("e => e.tagName === 'INPUT' && +e.value >= +e.max"):
-                key = "ArrowLeft"
-            # A select skips greyed-out choices: go up where nothing below can be chosen.
-            if control.evaluate("e => e.tagName === 'SELECT' && "
-                                "![...e.options].slice(e.selectedIndex + 1).some(o => !o.disabled)"):
-                key = "ArrowUp"
             page.keyboard.press(key)
             assert control.input_value() != before, (path, name)
         if len(reached) == total:

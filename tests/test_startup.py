@@ -344,9 +344,12 @@ def test_markdown_tables_look_as_the_theme_draws_them(browser, base_url, site):
     path = next(p for p in figure_pages(site) if '<div class="eg-table-box">' in (site / p / "index.html").read_text())
     url = direct(base_url + path)  # a page rewritten through a route (helpers.direct)
 
+    # One context with JavaScript and one without; each drawing is a page of its own in one of them.
+    contexts = {js: browser.new_context(viewport={"width": 1280, "height": 900}, java_script_enabled=js)
+                for js in (True, False)}
+
     def drawn(js: bool, extra_css: str = "", unbox: bool = False) -> tuple[list[bytes], list]:
-        context = browser.new_context(viewport={"width": 1280, "height": 900}, java_script_enabled=js)
-        page = context.new_page()
+        page = contexts[js].new_page()
         def as_asked(route):  # the page without its boxes, or with a style of the control's (not by
             response = route_fetch(route)  # script: it must work without JavaScript)
             body = unboxed(response.text()) if unbox else response.text()
@@ -366,13 +369,18 @@ def test_markdown_tables_look_as_the_theme_draws_them(browser, base_url, site):
         for i in range(tables.count()):
             tables.nth(i).scroll_into_view_if_needed()
             pictures.append(page.screenshot(clip=tables.nth(i).bounding_box(), animations="disabled"))
-        context.close()
+        page.close()
         return pictures, where
 
-    for js in (True, False):
-        boxed, plain = drawn(js), drawn(js, unbox=True)
-        assert boxed[1] == plain[1], js  # the same places and the same article height
-        assert boxed[0] == plain[0], js  # the same pixels
-    assert drawn(True, ".eg-table-box { letter-spacing: .01em }")[0] != drawn(True, unbox=True)[0]
-    assert drawn(True, ".eg-table-box { padding-left: 1px }")[1] != drawn(True, unbox=True)[1]
-    assert drawn(False, ".md-typeset > .eg-table-box + * { margin-top: 1em !important }")[1] != drawn(False, unbox=True)[1]
+    try:
+        plain = {}
+        for js in (True, False):
+            boxed, plain[js] = drawn(js), drawn(js, unbox=True)
+            assert boxed[1] == plain[js][1], js  # the same places and the same article height
+            assert boxed[0] == plain[js][0], js  # the same pixels
+        assert drawn(True, ".eg-table-box { letter-spacing: .01em }")[0] != plain[True][0]
+        assert drawn(True, ".eg-table-box { padding-left: 1px }")[1] != plain[True][1]
+        assert drawn(False, ".md-typeset > .eg-table-box + * { margin-top: 1em !important }")[1] != plain[False][1]
+    finally:
+        for context in contexts.values():
+            context.close()
