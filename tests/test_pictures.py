@@ -480,7 +480,8 @@ def capture(page, fig) -> np.ndarray:
 def background(a: np.ndarray) -> np.ndarray:
     """The most common colour: the page behind the chart."""
     packed = (a[..., 0].astype(np.int32) << 16 | a[..., 1].astype(np.int32) << 8 | a[..., 2]).ravel()
-    top = int(np.bincount(packed).argmax())
+    values, counts = np.unique(packed, return_counts=True)
+    top = int(values[counts.argmax()])
     return np.array([top >> 16, (top >> 8) & 255, top & 255], np.int16)
 
 
@@ -496,21 +497,27 @@ def difference(picture: np.ndarray, reference: np.ndarray, bg: np.ndarray) -> fl
 
     a, b = pad(picture), pad(reference)
 
+    def far(d):  # the largest channel of an absolute difference, over MAX_CHANNEL
+        d = np.abs(d)
+        return np.maximum(np.maximum(d[..., 0], d[..., 1]), d[..., 2]) > MAX_CHANNEL
+
+    # Only pixels that differ from the other image at the same place can be unmatched.
+    ys0, xs0 = np.nonzero(far(a - b))
+
     def unmatched(x, y):
         t = TOLERANCE
-        # Only pixels that differ from the other image at the same place can be unmatched.
-        ys, xs = np.nonzero(np.abs(x - y).max(axis=2) > MAX_CHANNEL)
-        alone = np.ones(len(ys), bool)
+        ys, xs, xv = ys0, xs0, x[ys0, xs0]
         yp = np.pad(y, ((t, t), (t, t), (0, 0)), mode="edge")
         for dy in range(2 * t + 1):
-            for dx in range(2 * t + 1):
-                alone &= np.abs(x[ys, xs] - yp[ys + dy, xs + dx]).max(axis=1) > MAX_CHANNEL
+            for dx in range(2 * t + 1):  # a pixel matched at one shift is out of the running
+                alone = far(xv - yp[ys + dy, xs + dx])
+                ys, xs, xv = ys[alone], xs[alone], xv[alone]
         out = np.zeros((h, w), bool)
-        out[ys[alone], xs[alone]] = True
+        out[ys, xs] = True
         return out
 
     differ = unmatched(a, b) | unmatched(b, a)
-    ink = np.abs(b - bg).max(axis=2) > MAX_CHANNEL
+    ink = far(b - bg)
     return float(differ.sum() / max(1, ink.sum()))
 
 
