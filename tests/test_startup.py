@@ -222,9 +222,21 @@ def restyles_after_bundle(browser, url: str, **options) -> tuple[list[str], int]
 
 
 def test_negative_control_the_theme_alone_restyles_the_whole_page(browser, base_url, site):
+    """The trace sees each kind of restyle the theme alone makes: its change of the platform
+    colours on every load, and its style passes over most of the page (five on every load of a
+    quiet machine, and under three busy processes). Once, in a full run of the browser tier on two
+    busy cores, a load's trace held one such pass and missed the restyle of the body, a cause not
+    found. A negative control shows that the count can see the passes, so a page is loaded up to
+    three times and must show three or more on at least one load."""
     for path in figure_pages(site)[:2]:
-        found, large = restyles_after_bundle(browser, direct(base_url + path), undo=theme_only)
-        assert "platform colours changed" in found and large >= 3, (path, found, large)
+        most = 0
+        for _ in range(3):
+            found, large = restyles_after_bundle(browser, direct(base_url + path), undo=theme_only)
+            assert "platform colours changed" in found, (path, found, large)
+            most = max(most, large)
+            if most >= 3:
+                break
+        assert most >= 3, (path, found, most)
     # Without their boxes, the theme's re-wrapping of the tables restyles the whole article.
     path = next(p for p in figure_pages(site) if '<div class="eg-table-box">' in (site / p / "index.html").read_text())
     found, _ = restyles_after_bundle(browser, direct(base_url + path), undo=unboxed)
