@@ -205,7 +205,7 @@ def figures_gone_live(page, base_url: str, paths: list[str], scheme: str, phone:
         figures = page.locator(".eg-figure[data-eg-figure]")
         for i in range(figures.count()):
             fig = figures.nth(i)
-            before = fig.evaluate(STATIC_LOOK)
+            before = look_before_live(fig)
             name = f"{path}#{before['id']}"
             problems += static_problems(before, f"{name} before it goes live", index)
             try:
@@ -632,10 +632,10 @@ TABLE = """f => {
 }"""
 
 
-# One read of a figure before it goes live, scrolled into view at once if it is not (the theme
-# scrolls smoothly): its id and box, the pictures it displays (PICTURES), the static picture's
-# paints (PAINTS) and axis label fills, and its data table (TABLE).
-STATIC_LOOK = ("f => { f.scrollIntoView({block: 'nearest', behavior: 'instant'}); const r = f.getBoundingClientRect();"
+# One read of a figure before it goes live (see `look_before_live`): its id and box, the pictures
+# it displays (PICTURES), the static picture's paints (PAINTS) and axis label fills, and its data
+# table (TABLE).
+STATIC_LOOK = ("f => { const r = f.getBoundingClientRect();"
                " return {id: f.id, width: r.width, height: r.height, shown: (" + PICTURES + ")(f),"
                " paints: (" + PAINTS + ")(f), labels: (" + AXIS_LABEL_FILLS + ")(f, 'svg.eg-static'),"
                " table: (" + TABLE + ")(f)}; }")
@@ -646,6 +646,13 @@ STATIC_LOOK = ("f => { f.scrollIntoView({block: 'nearest', behavior: 'instant'})
 LIVE_LOOK = ("f => { const v = (" + LABELS_IN_VIEW + ")(f), r = f.getBoundingClientRect();"
              " return {...v, width: r.width, height: r.height, shown: (" + PICTURES + ")(f),"
              " font: (" + CHART_FONT_LOADED + ")(), sharp: (" + SHARP + ")(f)}; }")
+
+
+def look_before_live(fig) -> dict:
+    """STATIC_LOOK of the figure scrolled into view, once Playwright has found its box stable
+    (the same over two animation frames), which in a page without JavaScript it can also do."""
+    fig.scroll_into_view_if_needed()
+    return fig.evaluate(STATIC_LOOK)
 
 
 def table_reachable(fig, name: str, t: dict) -> list[str]:
@@ -672,7 +679,7 @@ def static_pictures_problems(figures, path: str, where: str, min_height: float =
     reachable, and drawn more than `min_height` px tall."""
     problems = []
     for fig in figures.all():
-        look = fig.evaluate(STATIC_LOOK)
+        look = look_before_live(fig)
         name = f"{path}#{look['id']}{where}"
         problems += static_problems(look, name, 0) + table_reachable(fig, name, look["table"])
         problems += [f"{name}: static picture under {min_height} px tall" for p in look["shown"]
