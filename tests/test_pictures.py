@@ -30,7 +30,7 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from explainer_gen.theme import FONT_FAMILY, PALETTE
-from helpers import LABELS_IN_VIEW, LIVE_TEXTS, live_label_colour, screenshot_rgb
+from helpers import LABELS_IN_VIEW, live_label_colour, screenshot_rgb
 
 DESKTOP, PHONE = (1280, 900), (390, 844)
 SCREENS = {
