@@ -18,6 +18,10 @@ class Classes:
     figure: str = "eg-figure"          # a figure block
     view: str = "eg-view"              # where the live Vega view goes
     static: str = "eg-static"          # the static picture it replaces
+    pictures: str = "eg-pictures"      # the static pictures, hidden once the figure is live
+    picture: str = "eg-picture"        # the frame that holds one of them
+    wide: str = "eg-wide"              # on a frame: its picture is laid out for a desktop's column
+    narrow: str = "eg-narrow"          # on a frame: its picture is laid out for a phone's (compute/layout.py)
     live: str = "eg-live"              # set on a figure once its live view is in place
     desc: str = "eg-desc"              # a figure's text description, kept current by the loader
     controls: str = "eg-controls"      # a group of range inputs

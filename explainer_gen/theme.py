@@ -145,7 +145,8 @@ _DECIMALS = 1
 _NUMBER = re.compile(r"-?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
 # Inherited properties that text shares: set once on the picture's outer group when all agree.
 _TEXT_SHARED = ("font-family", "font-size")
-# Attributes at their initial value: dropped, for an inherited one only where no group sets it.
+# Attributes at their initial value: dropped (but not from a <tspan>, whose x and y place a line
+# of a text broken over lines), for an inherited one only where no group sets it.
 _DEFAULTS = {"opacity": "1", "x": "0", "y": "0", "x1": "0", "y1": "0", "x2": "0", "y2": "0"}
 _INHERITED_DEFAULTS = {"stroke-width": "1", "fill-opacity": "1", "stroke-opacity": "1", "text-anchor": "start"}
 _EMPTY_GROUP = re.compile(r"<g(?:\s+[\w:-]+=\"[^\"]*\")*\s*>\s*</g>")
@@ -193,7 +194,8 @@ def static_svg_colours(svg: str) -> str:
             return m.group(0)
         out, classes = [], []
         for key, value in attrs:
-            if key in _MEANINGLESS or _DEFAULTS.get(key) == value or droppable.get(key) == value:
+            # A <tspan>'s x="0" starts a new line at the text's own x: not the default there.
+            if key in _MEANINGLESS or (_DEFAULTS.get(key) == value and name != "tspan") or droppable.get(key) == value:
                 continue
             if key == "transform" and value.replace(" ", "") in ("translate(0,0)", "translate(0)"):
                 continue

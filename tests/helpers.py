@@ -739,6 +739,7 @@ LIVE_TEXTS = """f => {
       if (mark.marktype === 'text' && String(it.text ?? '').trim() && it.bounds && (it.opacity ?? 1) > 0) {
         const b = it.bounds;
         out.push({role: mark.role, text: String(it.text), fill: it.fill, font: it.font || '',
+                  size: k * (it.fontSize ?? 11),  // Vega's default size, as drawn
                   left: r.left + k * (ox + dx + b.x1), top: r.top + k * (oy + dy + b.y1),
                   right: r.left + k * (ox + dx + b.x2), bottom: r.top + k * (oy + dy + b.y2)});
       }

@@ -259,7 +259,7 @@ def check_static_files(page, fig, site: Path) -> np.ndarray:
     name, png = download(page, fig, "Download PNG")
     assert name == f"{SLUG}-{ANCHOR}.png"
     img = pixels(png)
-    width, height = fig.locator("svg.eg-static").evaluate(BOX)
+    width, height = fig.locator("svg.eg-static:visible").evaluate(BOX)
     assert img.shape[:2] == (round(SCALE * height), round(SCALE * width))
     assert same_picture(img, render(page, text, img.shape[1], img.shape[0]))
     assert differing(img, np.broadcast_to(np.array(rgb(bg), np.int16), img.shape)) > 1000, "a blank PNG"
@@ -317,7 +317,7 @@ def check_print(page, fig, shown: np.ndarray, font_style: str) -> None:
     one page, and references print where their links lead."""
     page.emulate_media(media="print")
     try:
-        picture = fig.locator("svg.eg-static")
+        picture = fig.locator("svg.eg-static:visible")
         page.wait_for_function("""([f, built]) => f.querySelector('svg.eg-static').innerHTML !== built""",
                                arg=[fig.element_handle(), page.evaluate("() => window.__builtPicture")])
         assert picture.is_visible() and fig.locator("figcaption").is_visible()

@@ -163,6 +163,7 @@ def test_a_file_of_another_shape_fails_its_schema(kind, broken, where):
                        "default": "A", "sliders": {"a": {"min": 0, "step": 1, "count": 2, "default": 0, "decimals": 0}},
                        "numbers": {"n": {"deps": ["scenario", "a"], "texts": ["1", "2", "3", "4"]}}},
         "figure": {"version": contract.VERSION, "spec": {}, "vega": {"data": [{"name": "table"}]},
+                   "narrow": {"data": [{"name": "table"}]},
                    "palette": {"#0e7490": "--eg-chart-series-6"}, "data": {"x": [1, 2.5], "label": ["a", "b"]},
                    "default": "A", "variants": {"B": "0123abcd-1.json"}, "map": {"A": "A", "B": "B"},
                    "describe": {"template": "At {f}.", "fields": ["f"],

@@ -29,6 +29,8 @@ import numpy as np
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+from explainer_gen.compute import layout
+from explainer_gen.names import CLASS
 from explainer_gen.theme import FONT_FAMILY, PALETTE
 from helpers import LABELS_IN_VIEW, live_label_colour, screenshot_rgb
 
@@ -83,9 +85,9 @@ PICTURES = """f => [...f.querySelectorAll('svg.eg-static, .eg-view .marks, img')
 # Every paint the static picture displays, as Chromium computed it: for each drawing element
 # (not a group), its fill and stroke, and the palette role its classes name for each, if any
 # (theme.paint_class: f-ROLE paints the fill, s-ROLE the stroke).
-PAINTS = """f => {
+PAINTS = """svg => {
   const out = [];
-  for (const e of f.querySelectorAll('svg.eg-static :is(path, line, rect, circle, ellipse, polygon, polyline, text)')) {
+  for (const e of svg.querySelectorAll(':is(path, line, rect, circle, ellipse, polygon, polyline, text)')) {
     const s = getComputedStyle(e);
     for (const [prop, key] of [['fill', 'f'], ['stroke', 's']]) {
       const named = [...e.classList].find(c => c.startsWith(key + '-'));
@@ -95,7 +97,11 @@ PAINTS = """f => {
   return out;
 }"""
 
-AXIS_LABEL_FILLS = """(f, where) => [...f.querySelectorAll(where + ' .role-axis-label text')].map(t => getComputedStyle(t).fill)"""
+AXIS_LABEL_FILLS = """svg => [...svg.querySelectorAll('.role-axis-label text')].map(t => getComputedStyle(t).fill)"""
+
+# The static picture the figure displays: of its two (one per layout: compute/layout.py), the one
+# with a box (the page's CSS shows one by the figure's width), or null.
+SHOWN_STATIC = "f => [...f.querySelectorAll('svg.eg-static')].find(s => s.getClientRects().length) || null"
 
 # The live view's drawing surface holds a pixel for each of the screen's (a canvas has its own
 # resolution; an SVG is drawn at the screen's).
@@ -163,7 +169,7 @@ def reach(page, fig, phone: bool, timeout: float = 30_000) -> None:
     scrolls it into view first); then wait until it is live. The pointer starts parked over the
     header, so no other figure passes under it as the page scrolls."""
     park(page)
-    picture = fig.locator("svg.eg-static")
+    picture = fig.locator("svg.eg-static:visible")
     if phone:
         picture.tap(timeout=timeout)
     else:
@@ -216,6 +222,7 @@ def figures_gone_live(page, base_url: str, paths: list[str], scheme: str, phone:
             after = fig.evaluate(LIVE_LOOK)
             if kinds(after["shown"]) != ["live"]:
                 problems.append(f"{name}: once live it displays {kinds(after['shown'])}, not ['live']")
+            problems += live_label_problems(after, name)
             if not phone and abs(after["height"] - before["height"]) > 0.5:
                 problems.append(f"{name}: going live changes its height from {before['height']:.1f} to "
                                 f"{after['height']:.1f} px in a {before['width']:.0f} px column")
@@ -224,6 +231,21 @@ def figures_gone_live(page, base_url: str, paths: list[str], scheme: str, phone:
             problems += sideways(page, path, "with its figures live")
         if after_page:
             problems += after_page(path)
+
+
+def live_label_problems(look: dict, name: str) -> list[str]:
+    """Every label of the live view, as LIVE_LOOK read it, is drawn at a font size of at least
+    MIN_LABEL_PX CSS px and lies inside the view's box (1 px tolerance): none is cut off."""
+    problems = [f"{name}: live label {t['text']!r} drawn at {t['size']:.1f} px" for t in look["texts"]
+                if t["size"] < layout.MIN_LABEL_PX]
+    for box in (p for p in look["shown"] if p["kind"] == "live"):
+        for t in look["texts"]:
+            out = {side: round(d, 1) for side, d in (
+                ("left", box["left"] - t["left"]), ("top", box["top"] - t["top"]),
+                ("right", t["right"] - box["right"]), ("bottom", t["bottom"] - box["bottom"])) if d > 1}
+            if out:
+                problems.append(f"{name}: live label {t['text']!r} sticks out of the view by {out} px")
+    return problems
 
 
 def live_views_are_named_images(page) -> None:
@@ -312,13 +334,14 @@ FONTS = """async () => {
 }""".replace("FAMILY", json.dumps(FONT_FAMILY))
 
 TEXTS = """svg => {
-  const b = svg.getBoundingClientRect();
+  const b = svg.getBoundingClientRect(), scale = b.width / svg.viewBox.baseVal.width;
   const all = [...svg.querySelectorAll('text')].map(t => {
-    const r = t.getBoundingClientRect();
-    return {text: t.textContent, family: getComputedStyle(t).fontFamily,
+    const r = t.getBoundingClientRect(), style = getComputedStyle(t);
+    return {text: t.textContent, family: style.fontFamily, size: parseFloat(style.fontSize) * scale,
             left: r.left, top: r.top, right: r.right, bottom: r.bottom};
   });
-  return {svg: {left: b.left, top: b.top, right: b.right, bottom: b.bottom}, texts: all};
+  return {svg: {left: b.left, top: b.top, right: b.right, bottom: b.bottom}, texts: all,
+          layout: svg.closest('.eg-narrow') ? 'narrow' : 'wide'};
 }"""
 
 
@@ -327,44 +350,48 @@ PAINTED = "() => new Promise(done => requestAnimationFrame(() => requestAnimatio
 
 @pytest.fixture(scope="module")
 def static_text(site, base_url, browser):
-    """Every static picture at 1280 px, light, scrolled into view: the page's chart font faces,
-    and for each label its computed font, its box and its picture's box, and the fonts
-    Chromium drew it with (from the DevTools protocol)."""
-    context = browser.new_context(color_scheme="light", **SCREENS["desktop"])
-    page = context.new_page()
-    cdp = context.new_cdp_session(page)
+    """Every static picture, light, scrolled into view, on a desktop (where the figure shows its
+    wide picture) and on a phone (its narrow one): the page's chart font faces, and for each
+    label its computed font and drawn size, its box and its picture's box, and the fonts Chromium
+    drew it with (from the DevTools protocol)."""
     out = {"pages": {}, "pictures": {}}
-    try:
-        for path in figure_pages(site):
-            page.goto(base_url + path)
-            figures = page.locator(".eg-figure[data-eg-figure]")
-            for i in range(figures.count()):
-                fig = figures.nth(i)
-                into_view(page, fig)
-                # Two frames: the picture scrolled into view has been laid out and painted, so
-                # Chromium has the fonts of each of its text runs (on a loaded machine a label
-                # queried sooner can come back with none).
-                page.evaluate(PAINTED)
-                got = fig.locator("svg.eg-static").evaluate(TEXTS)
-                cdp.send("DOM.enable")
-                cdp.send("CSS.enable")
-                root = cdp.send("DOM.getDocument", {"depth": 0})["root"]["nodeId"]
-                nodes = cdp.send("DOM.querySelectorAll", {"nodeId": root,
-                                 "selector": f"#{fig.get_attribute('id')} svg.eg-static text"})["nodeIds"]
-                drawn = [cdp.send("CSS.getPlatformFontsForNode", {"nodeId": n})["fonts"] for n in nodes]
-                cdp.send("CSS.disable")
-                cdp.send("DOM.disable")
-                assert len(got["texts"]) == len(drawn)
-                for t, fonts in zip(got["texts"], drawn):
-                    t["drawn"] = [(f["familyName"], f["isCustomFont"]) for f in fonts]
-                got["texts"] = [t for t in got["texts"] if t["text"].strip()]
-                out["pictures"][f"{path}#{fig.get_attribute('id')}"] = got
-            # The faces once every picture has been drawn: the browser loads a face when text
-            # set in it is first laid out, and a page whose first figure starts below the fold
-            # has laid out none at load.
-            out["pages"][path] = page.evaluate(FONTS)
-    finally:
-        context.close()
+    for screen, settings in SCREENS.items():
+        context = browser.new_context(color_scheme="light", **settings)
+        page = context.new_page()
+        cdp = context.new_cdp_session(page)
+        try:
+            for path in figure_pages(site):
+                page.goto(base_url + path)
+                figures = page.locator(".eg-figure[data-eg-figure]")
+                for i in range(figures.count()):
+                    fig = figures.nth(i)
+                    into_view(page, fig)
+                    # Two frames: the picture scrolled into view has been laid out and painted, so
+                    # Chromium has the fonts of each of its text runs (on a loaded machine a label
+                    # queried sooner can come back with none).
+                    page.evaluate(PAINTED)
+                    got = fig.evaluate("f => (" + TEXTS + ")((" + SHOWN_STATIC + ")(f))")
+                    frame = CLASS.narrow if got["layout"] == "narrow" else CLASS.wide
+                    cdp.send("DOM.enable")
+                    cdp.send("CSS.enable")
+                    root = cdp.send("DOM.getDocument", {"depth": 0})["root"]["nodeId"]
+                    nodes = cdp.send("DOM.querySelectorAll", {"nodeId": root, "selector":
+                                     f"#{fig.get_attribute('id')} .{frame} svg.eg-static text"})["nodeIds"]
+                    drawn = [cdp.send("CSS.getPlatformFontsForNode", {"nodeId": n})["fonts"] for n in nodes]
+                    cdp.send("CSS.disable")
+                    cdp.send("DOM.disable")
+                    assert len(got["texts"]) == len(drawn)
+                    for t, fonts in zip(got["texts"], drawn):
+                        t["drawn"] = [(f["familyName"], f["isCustomFont"]) for f in fonts]
+                    got["texts"] = [t for t in got["texts"] if t["text"].strip()]
+                    got["screen"] = screen
+                    out["pictures"][f"{path}#{fig.get_attribute('id')} ({screen})"] = got
+                # The faces once every picture has been drawn: the browser loads a face when text
+                # set in it is first laid out, and a page whose first figure starts below the fold
+                # has laid out none at load.
+                out["pages"][f"{path} ({screen})"] = page.evaluate(FONTS)
+        finally:
+            context.close()
     assert out["pictures"] and all(p["texts"] for p in out["pictures"].values())
     return out
 
@@ -404,6 +431,21 @@ def test_static_text_lies_inside_its_picture(static_text):
                 ("right", t["right"] - box["right"]), ("bottom", t["bottom"] - box["bottom"])) if d > 1}
             if out:
                 problems.append(f"{name}: {t['text']!r} sticks out of its picture by {out} px")
+    assert not problems, "\n".join(problems)
+
+
+def test_static_labels_are_drawn_readable_in_the_layout_for_the_screen(static_text):
+    """On a desktop each figure shows the picture laid out for its column, on a phone the one laid
+    out for a phone's (compute/layout.py), and in either every label is drawn at a font size of at
+    least MIN_LABEL_PX CSS px (its set size times the picture's scale), where the desktop picture
+    scaled to a phone's column drew them at about 6 px."""
+    problems = []
+    for name, picture in static_text["pictures"].items():
+        want = "narrow" if picture["screen"] == "phone" else "wide"
+        if picture["layout"] != want:
+            problems.append(f"{name}: shows its {picture['layout']} picture, not its {want} one")
+        problems += [f"{name}: {t['text']!r} drawn at {t['size']:.1f} px" for t in picture["texts"]
+                     if t["size"] < layout.MIN_LABEL_PX]
     assert not problems, "\n".join(problems)
 
 
@@ -556,7 +598,7 @@ def measure_looks(paths, base_url, browser):
             shots = {}
             for i in range(figures.count()):  # every picture while nothing on the page is live
                 fig = figures.nth(i)
-                fig.evaluate(WIDEN, int(fig.locator("svg.eg-static").get_attribute("width")))
+                fig.evaluate(WIDEN, int(fig.locator(f".{CLASS.wide} svg.eg-static").get_attribute("width")))
             for i in range(figures.count()):
                 fig = figures.nth(i)
                 s = shots[fig.get_attribute("id")] = {"static": capture(page, fig)}
@@ -635,9 +677,10 @@ TABLE = """f => {
 # One read of a figure before it goes live (see `look_before_live`): its id and box, the pictures
 # it displays (PICTURES), the static picture's paints (PAINTS) and axis label fills, and its data
 # table (TABLE).
-STATIC_LOOK = ("f => { const r = f.getBoundingClientRect();"
+STATIC_LOOK = ("f => { const r = f.getBoundingClientRect(), s = (" + SHOWN_STATIC + ")(f);"
                " return {id: f.id, width: r.width, height: r.height, shown: (" + PICTURES + ")(f),"
-               " paints: (" + PAINTS + ")(f), labels: (" + AXIS_LABEL_FILLS + ")(f, 'svg.eg-static'),"
+               " paints: s ? (" + PAINTS + ")(s) : [], labels: s ? (" + AXIS_LABEL_FILLS + ")(s) : [],"
+               " texts: s ? (" + TEXTS + ")(s).texts : [],"
                " table: (" + TABLE + ")(f)}; }")
 
 # One read of a live figure, its view scrolled to the middle of the window (LABELS_IN_VIEW, for the
@@ -668,9 +711,12 @@ def table_reachable(fig, name: str, t: dict) -> list[str]:
 
 def static_problems(look: dict, name: str, index: int) -> list[str]:
     """The figure, as STATIC_LOOK read it scrolled into view, displays its static picture alone,
-    in the palette's colours for scheme `index` (0 light, 1 dark)."""
+    in the palette's colours for scheme `index` (0 light, 1 dark), every label drawn at a font size
+    of at least MIN_LABEL_PX CSS px."""
     shown = kinds(look["shown"])
     problems = [f"{name}: displays {shown}, not ['static']"] if shown != ["static"] else []
+    problems += [f"{name}: label {t['text']!r} drawn at {t['size']:.1f} px" for t in look["texts"]
+                 if t["text"].strip() and t["size"] < layout.MIN_LABEL_PX]
     return problems + [f"{name}: {w}" for w in scheme_colours(look, index)]
 
 
@@ -688,15 +734,19 @@ def static_pictures_problems(figures, path: str, where: str, min_height: float =
 
 
 @pytest.mark.hosts()
-def test_without_javascript_each_figure_displays_one_picture_and_its_table(site, base_url, browser):
-    """Each figure page without JavaScript: every figure displays its static picture alone, at
-    least 100 px tall, with its table reachable, and the prose shows each number as built."""
-    context = browser.new_context(java_script_enabled=False, **SCREENS["desktop"])
+@pytest.mark.parametrize("screen", list(SCREENS))
+def test_without_javascript_each_figure_displays_one_picture_and_its_table(site, base_url, browser, screen):
+    """Each figure page without JavaScript, on a desktop and on a phone: the page does not scroll
+    sideways, every figure displays its static picture alone, at least 100 px tall, with its
+    table reachable, every label drawn at a readable size (static_problems), and the prose shows
+    each number as built."""
+    context = browser.new_context(java_script_enabled=False, **SCREENS[screen])
     page = context.new_page()
     problems: list[str] = []
     try:
         for path in figure_pages(site):
             page.goto(base_url + path)
+            problems += sideways(page, path, "without JavaScript")
             figures = page.locator(".eg-figure[data-eg-figure]")
             assert figures.count(), path
             problems += static_pictures_problems(figures, path, "", min_height=100)
@@ -749,4 +799,4 @@ def test_a_label_the_chart_font_cannot_draw_fails_the_build():
     spec = {"$schema": "https://vega.github.io/schema/vega-lite/v6.json", "title": "done \u2713",
             "mark": "point", "data": {"name": "table"}, "config": theme.CONFIG}
     with pytest.raises(ValueError, match="chart font has no '\u2713'"):
-        static_svg(spec, {"x": [1]})
+        static_svg(spec, [{"x": 1}])

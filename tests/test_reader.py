@@ -261,8 +261,8 @@ def test_vega_loads_only_when_a_reader_reaches_for_a_figure(browser, base_url):
     assert not [u for u in requested if "/vega-" in u or "/assets/explainer/page/" in u], requested
     first = page.locator(".eg-figure").first
     # Until then each figure is its static picture, in the reader's colour scheme.
-    assert first.locator("svg.eg-static").is_visible()
-    label = first.locator("svg.eg-static .role-axis-label text").first
+    assert first.locator("svg.eg-static:visible").is_visible()
+    label = first.locator("svg.eg-static:visible .role-axis-label text").first
     assert label.evaluate("e => getComputedStyle(e).fill") == "rgb(%d, %d, %d)" % tuple(
         int(PALETTE["muted"][1][i:i + 2], 16) for i in (1, 3, 5))
     # The controls drive the prose, even when moved before the page's state has arrived.

@@ -46,10 +46,11 @@ from typing import Any, Callable, Mapping
 
 from .. import theme
 from ..compute.artifacts import FigureArtifacts, dumps
+from ..compute import layout
 from ..compute.numbers import SCENARIO_DEP
 from .. import names
 
-VERSION = 5
+VERSION = 6
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schema"
 # The schema of each kind of file (read by the tests).
@@ -65,6 +66,8 @@ def facts() -> dict:
         "font": {"family": theme.FONT_FAMILY, "weights": sorted({w for _, w in theme.FONT_FILES.values()}),
                  # each weight's file, from the folder that holds the loader (a saved SVG embeds them)
                  "files": {str(w): path for path, (_, w) in theme.FONT_FILES.items()}},
+        # the figure's width (CSS px) below which it shows its narrow layout (compute/layout.py)
+        "narrowBelow": layout.NARROW_BELOW,
         # each chart colour's CSS variable and the classes that paint with it in a static picture
         "paints": {theme.css_var(role): {prop: theme.paint_class(prop, role) for prop in ("fill", "stroke")}
                    for role in theme.PALETTE},
@@ -123,12 +126,13 @@ def page_state(controls, numbers, sliders, catalogue) -> dict:
     return state
 
 
-def figure_payload(*, spec: dict, vega: dict, palette: dict, data: dict, default: str, variants: dict,
+def figure_payload(*, spec: dict, vega: dict, narrow: dict, palette: dict, data: dict, default: str, variants: dict,
                    scenario_map: dict, describe: dict) -> dict:
-    """The payload of one figure placed on a page. `data` is the default scenario's rows,
+    """The payload of one figure placed on a page. `vega` is the chart compiled for a desktop's
+    column, `narrow` for a phone's (compute/layout.py); `data` is the default scenario's rows,
     `variants` the name of the variant file that holds each other scenario's rows, `scenario_map` the page's scenario
     key to the figure's own data key (figures that ignore a field share data)."""
-    payload = {"version": VERSION, "spec": spec, "vega": vega, "palette": palette, "data": data,
+    payload = {"version": VERSION, "spec": spec, "vega": vega, "narrow": narrow, "palette": palette, "data": data,
                "default": default, "variants": variants, "map": scenario_map, "describe": describe}
     check_figure_payload(payload)
     return payload
@@ -195,7 +199,7 @@ def site_files(a: FigureArtifacts, scenario_map: dict[str, str], stem: str) -> d
         files[path] = text
         variants.update(dict.fromkeys(keys, path.rsplit("/", 1)[1]))
     files[f"{stem}.json"] = dumps(figure_payload(
-        spec=a.spec, vega=a.vega, palette=theme.page_palette(), data=a.data[a.default], default=a.default,
+        spec=a.spec, vega=a.vega, narrow=a.narrow_vega, palette=theme.page_palette(), data=a.data[a.default], default=a.default,
         variants=variants, scenario_map=scenario_map, describe=a.describe))
     files[f"{stem}.csv"] = a.csv
     files[f"{stem}.svg"] = theme.standalone_svg(a.svg)  # the static picture, to save without JavaScript

@@ -24,6 +24,7 @@ from models.catalogue import Catalogue
 from models.yamlsource import SourceError
 
 from .timing import Timing
+from . import layout
 from ..sources.controls import SCENARIO_TABLE, Scenario, Slider
 from .resolved import Resolved, resolve
 from .figures import REGISTRY, TableView
@@ -31,12 +32,6 @@ from .figures.base import Column, rows_at
 from .. import theme
 
 VL_VERSION = "6.4"  # the bundle's Vega-Lite; equal to altair's SCHEMA_VERSION (major.minor)
-# The article column's width in a 1280 px window (Material's layout; wider windows have wider
-# columns). The static picture is laid out at this width as the live view is laid out in such a
-# column (the spec's width "container", autosize fit-x, whose plot keeps its height at any width),
-# so in any column at least this wide a figure that goes live keeps its height to the pixel
-# (tests/test_pictures.py). A narrower column, a phone's, scales the picture down.
-COLUMN_WIDTH = 688
 MAX_GRID_POSITIONS = 20_000
 SIGNIFICANT = 4  # digits kept for model results; a chart cannot show more
 
@@ -66,6 +61,9 @@ class FigureArtifacts:
     sizes: dict[str, int]             # the default scenario's key -> gzip bytes of its data (the page loads it)
     image_size: tuple[int, int]       # the static picture's width and height
     svg: str                          # the static picture, coloured by the page's CSS variables
+    # The same picture laid out for a phone's column (compute/layout.py), and its size.
+    narrow_svg: str = ""
+    narrow_size: tuple[int, int] = (0, 0)
     # The description's template, its fields, and per scenario key each field's texts over
     # the sliders it depends on (`describe_positions`), for the browser to keep it true.
     describe: dict = field(default_factory=dict)
@@ -74,9 +72,10 @@ class FigureArtifacts:
     spec: dict = field(default_factory=dict)
     data: dict[str, dict[str, list]] = field(default_factory=dict)  # scenario key -> columns
     vega: dict = field(default_factory=dict)  # the spec compiled to Vega, in the palette's light values
+    narrow_vega: dict = field(default_factory=dict)  # the narrow layout's, likewise
     csv: str = ""
 
-    HEAVY = ("spec", "data", "vega", "csv", "describe")
+    HEAVY = ("spec", "data", "vega", "narrow_vega", "csv", "describe")
 
     def to_json(self, light: bool = False) -> dict:
         """Everything, or (`light`) only what the page's HTML needs."""
@@ -94,7 +93,8 @@ class FigureArtifacts:
 
     @classmethod
     def from_json(cls, d: dict) -> "FigureArtifacts":
-        return cls(**{**d, "table": TableView.from_json(d["table"]), "image_size": tuple(d["image_size"])})
+        return cls(**{**d, "table": TableView.from_json(d["table"]), "image_size": tuple(d["image_size"]),
+                      "narrow_size": tuple(d["narrow_size"])})
 
 
 def dumps(obj) -> str:
@@ -193,19 +193,25 @@ def build_figure(req: FigureRequest, catalogue: Catalogue, timing: Timing | None
         spec = kind.chart(req.sliders).to_dict(validate=False)
     spec.update(width="container", autosize={"type": "fit-x", "contains": "padding"}, description=description)
     spec["config"] = {**spec.get("config", {}), **theme.CONFIG}
+    rows = rows_of(data[req.scenarios[0].key])
     try:
         with timing.phase("picture"):
-            svg = static_svg(spec, data[req.scenarios[0].key])
+            svg = static_svg(spec, rows)
+        with timing.phase("narrow"):
+            narrow = narrow_spec(kind, spec, rows)
+            narrow_svg = static_svg(narrow, rows, layout.NARROW_WIDTH)
     except ValueError as exc:
         raise SourceError(req.path, req.line, f"figure {req.kind!r}: {exc}") from None
     with timing.phase("vega"):
         vega = compile_for_page(spec)
+        narrow_vega = compile_for_page(narrow)
     with timing.phase("data"):
         csv_text = _csv(default_cols, kind.columns, default_resolved, catalogue)
         table = kind.table(default_cols, default_resolved, req.sliders)
     return FigureArtifacts(
         kind=req.kind, spec=spec, data=data, default=req.scenarios[0].key,
         vega=vega, svg=svg, image_size=svg_size(svg),
+        narrow_vega=narrow_vega, narrow_svg=narrow_svg, narrow_size=svg_size(narrow_svg),
         describe={"template": kind.description, "fields": fields, "values": described},
         csv=csv_text, table=table, alt=spec["description"], sizes=sizes,
     )
@@ -315,19 +321,32 @@ def svg_size(svg: str) -> tuple[int, int]:
     return (round(float(m.group(1))), round(float(m.group(2)))) if m else (0, 0)
 
 
-def static_svg(spec: dict, columns: dict[str, list]) -> str:
-    """The default slider state as one SVG for both schemes: what readers see until a figure
-    comes alive, without JavaScript, and in print.
+def narrow_spec(kind, spec: dict, rows: list[dict]) -> dict:
+    """The figure's spec laid out for a phone's column: the generic changes (layout.narrow), the
+    kind's own (`kind.narrow`), and legends in one column where, laid out with the default
+    state's rows (`rows`), they would not fit beside each other."""
+    narrow = kind.narrow(layout.narrow(spec))
+    laid_out = vlc.vegalite_to_scenegraph(_with_rows(narrow, rows, layout.NARROW_WIDTH), vl_version=VL_VERSION)
+    return layout.fit_legends(narrow, layout.legend_rights(laid_out)) or narrow
+
+
+def _with_rows(spec: dict, rows: list[dict], width: int) -> dict:
+    static = copy.deepcopy(spec)
+    static["datasets"] = {**static.get("datasets", {}), "table": rows}
+    static.update(width=width, background="transparent")  # autosize as the live view's
+    theme.register_fonts()
+    return static
+
+
+def static_svg(spec: dict, rows: list[dict], width: int = layout.COLUMN_WIDTH) -> str:
+    """The default slider state (`rows`) as one SVG for both schemes, laid out at `width`: what
+    readers see until a figure comes alive, without JavaScript, and in print.
 
     vl-convert lays the text out with the shipped chart font, which the page also loads, so
     labels fit in any browser; colours are the palette's CSS variables, so the picture
     follows the page's scheme. The page inlines it (`render.blocks.static_picture`).
     """
-    static = copy.deepcopy(spec)
-    static["datasets"] = {**static.get("datasets", {}), "table": rows_of(columns)}
-    static.update(width=COLUMN_WIDTH, background="transparent")  # autosize as the live view's
-    theme.register_fonts()
-    svg = vlc.vegalite_to_svg(static, vl_version=VL_VERSION)
+    svg = vlc.vegalite_to_svg(_with_rows(spec, rows, width), vl_version=VL_VERSION)
     missing = theme.missing_glyphs(svg)
     if missing:
         raise ValueError(f"the chart font has no {', '.join(repr(c) for c in missing)}; add them to "

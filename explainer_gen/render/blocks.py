@@ -9,6 +9,7 @@ from models.catalogue import Catalogue
 from models.yamlsource import SourceError
 
 from ..compute.artifacts import FigureArtifacts
+from ..compute import layout
 from ..compute.numbers import NumberResult, find_inline
 from ..compute.pages import FigureOnPage, PageBuild
 from ..sources.markdown import scan_fences
@@ -71,32 +72,40 @@ _IDS = re.compile(r'(\sid="|url\(#|href="#)([^"\)]+)')
 
 
 def placeholder(part: str, anchor: str) -> str:
-    """Where the finished page gets a figure's `part` ("picture", "data"): see `finished_parts`."""
+    """Where the finished page gets a figure's `part` (a picture's layout, "data"): see `finished_parts`."""
     return f"<!--eg-{part}:{anchor}-->"
 
 
 def picture_frame(a: FigureArtifacts, anchor: str) -> str:
-    """The static picture's frame, with a placeholder for the picture.
+    """The static pictures' frames, each with a placeholder for its picture: one laid out for a
+    desktop's column and one for a phone's (compute/layout.py), of which the page's CSS shows the
+    one that suits the figure's width (layout.css).
 
-    The frame's size follows from the column's width alone, so the browser can skip drawing
-    a picture that is off screen (`content-visibility`) without anything moving.
+    A frame's size follows from the column's width alone, so the browser can skip drawing a
+    picture that is off screen (`content-visibility`) without anything moving. The wide picture
+    scales down with the column and never up; the narrow one grows up to `NARROW_GROWTH` times
+    its width, which keeps its labels near their set size in a column between a phone's and the
+    width at which the wide picture takes over.
     """
-    width, height = a.image_size
-    return (f'<div class="eg-picture" style="aspect-ratio: {width} / {height}; max-width: {width}px">'
-            f'{placeholder("picture", anchor)}</div>')
+    frames = []
+    for which, part, (width, height), grow in ((CLASS.wide, "picture", a.image_size, 1),
+                                                (CLASS.narrow, "picture-narrow", a.narrow_size, layout.NARROW_GROWTH)):
+        frames.append(f'<div class="{CLASS.picture} {which}" style="aspect-ratio: {width} / {height}; '
+                      f'max-width: {round(width * grow)}px">{placeholder(part, anchor)}</div>')
+    return f'<div class="{CLASS.pictures}">{"".join(frames)}</div>'
 
 
-def static_picture(a: FigureArtifacts, anchor: str) -> str:
-    """The figure's static SVG, inlined: one image (`role="img"`) named by the description.
+def static_picture(svg: str, size: tuple[int, int], anchor: str, prefix: str) -> str:
+    """One static SVG, inlined: one image (`role="img"`) named by the figure's description.
 
-    Its ids get the figure's anchor as a prefix, since several pictures share the page. It
-    scales down with the column and never up, keeping its aspect ratio.
+    Its ids get `prefix` (the figure's anchor, and the layout's for the narrow one), since several
+    pictures share the page. It fills its frame, keeping its aspect ratio.
     """
-    width, height = a.image_size
+    width, height = size
     root = (f'<svg class="{CLASS.static}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
             f'width="{width}" height="{height}" preserveAspectRatio="xMinYMin meet" '
             f'role="img" aria-labelledby="{anchor}-desc" focusable="false">')
-    svg = _IDS.sub(lambda m: m.group(1) + anchor + "-" + m.group(2), a.svg)
+    svg = _IDS.sub(lambda m: m.group(1) + prefix + "-" + m.group(2), svg)
     return _SVG_ROOT.sub(lambda m: root, svg, count=1)
 
 
@@ -106,7 +115,9 @@ def finished_parts(figures) -> dict[str, str]:
     parts = {}
     for fig in figures:
         a = fig.artifacts
-        parts[placeholder("picture", fig.anchor)] = static_picture(a, fig.anchor)
+        parts[placeholder("picture", fig.anchor)] = static_picture(a.svg, a.image_size, fig.anchor, fig.anchor)
+        parts[placeholder("picture-narrow", fig.anchor)] = static_picture(a.narrow_svg, a.narrow_size, fig.anchor,
+                                                                      f"{fig.anchor}-{layout.NARROW_PREFIX}")
         parts[placeholder("data", fig.anchor)] = "".join(table_html(each) for each in [a.table, *a.table.also])
     return parts
 

@@ -21,7 +21,7 @@ from ..cache import PACKAGE_ROOT, digest
 from ..client import contract
 from ..client.bundle import javascript_bundle, short_hash
 from ..client.loader import loader_script
-from ..compute import assumptions, workers
+from ..compute import assumptions, layout, workers
 from ..compute.artifacts import dumps
 from ..compute.pages import FENCE_NAME, PageBuild, build_page
 from ..render import refs as render_refs
@@ -58,7 +58,7 @@ class Collector:
         bundle_path = add(f"{ASSETS}/vega-{short_hash(bundle)}.js", bundle)
         loader = loader_script()  # read afresh each build, with the contract's facts (client/loader.py)
         loader_path = add(f"{ASSETS}/loader-{short_hash(loader)}.js", loader)
-        add(CSS_PATH, theme.palette_css() + (PACKAGE_ROOT / "assets" / "explainer.css").read_text(encoding="utf-8"))
+        add(CSS_PATH, theme.palette_css() + layout.css() + (PACKAGE_ROOT / "assets" / "explainer.css").read_text(encoding="utf-8"))
         for path, (font, _) in theme.FONT_FILES.items():
             add(f"{ASSETS}/{path}", Path(font))
 

@@ -45,6 +45,17 @@ function fetchJSON(url) {
   return jsonCache.get(url);
 }
 
+// A figure is drawn in one of two layouts (explainer_gen/compute/layout.py): "narrow" when the
+// figure is narrower than FACTS.narrowBelow, as the page's CSS decides which static picture shows.
+function layoutFor(fig) { return fig.el.clientWidth < FACTS.narrowBelow ? "narrow" : "wide"; }
+
+// The static picture the page displays for the figure's layout (the first, if none is displayed).
+function shownStill(fig) {
+  var all = fig.el.querySelectorAll(dot(CLS.static));
+  for (var i = 0; i < all.length; i++) if (all[i].getClientRects().length) return all[i];
+  return all[0] || null;
+}
+
 function resolve(el, attr) { return new URL(el.getAttribute(attr), document.baseURI).href; }
 
 function nextTask() { return new Promise(function (ok) { setTimeout(ok, 0); }); }

@@ -98,7 +98,7 @@ function until(ready, gen) {
 function shown(fig, gen) {
   return until(function () {
     if (fig.result) return { view: fig.result.view };
-    if (!fig.el.classList.contains(CLS.live) && atBuilt(fig)) return { still: fig.el.querySelector(dot(CLS.static)) };
+    if (!fig.el.classList.contains(CLS.live) && atBuilt(fig)) return { still: shownStill(fig) };
     if (state && !fig.el.classList.contains(CLS.live)) schedule(fig);
     return null;
   }, gen);
@@ -269,10 +269,9 @@ function sameColour(colour) { // a colour as the browser writes it (#rrggbb), or
 }
 
 // A live view's SVG as a static picture: its colours (the scheme's) become the palette's classes,
-// which the page's CSS paints (in print, the light palette), and its ids get the figure's prefix,
+// which the page's CSS paints (in print, the light palette), and its ids get `id` as a prefix,
 // as the build's pictures do (render/blocks.py, static_picture).
-function pictureOf(fig, text, still) {
-  var id = fig.el.id;
+function pictureOf(id, text, still) {
   text = text.replace(/(\sid="|url\(#|href="#)([^"\)]+)/g, function (all, before, name) {
     return before + id + "-" + name;
   });
@@ -296,25 +295,30 @@ function pictureOf(fig, text, still) {
   return out;
 }
 
+// The figure's static pictures, one in each layout's frame, in the page's order.
+function stills(fig) { return Array.prototype.slice.call(fig.el.querySelectorAll(dot(CLS.static))); }
+
 function printStates() {
   if (!state) return;
   figures.forEach(function (fig) {
-    var still = fig.el.querySelector(dot(CLS.static)), r = fig.result, gen = generation;
-    if (!r || !still) return;
+    var r = fig.result, gen = generation;
+    if (!r || !stills(fig).length) return;
     var at = JSON.stringify([state.scenario, fig.params.map(function (name) { return state.sliders[name]; })]);
     if (fig.printed === at) return;
     if (atBuilt(fig)) {
-      if (fig.built) showPicture(still, fig.built);
+      if (fig.built) stills(fig).forEach(function (now, i) { showPicture(now, fig.built[i]); });
       fig.printed = at;
       return;
     }
     // Vega draws an SVG in a few promise steps and no task: done before the browser prints.
     r.view.toSVG().then(function (text) {
       if (gen !== generation || fig.result !== r) return;
-      var now = fig.el.querySelector(dot(CLS.static));
-      if (!now) return;
+      var now = stills(fig);
+      if (!now.length) return;
       fig.built = fig.built || now;
-      showPicture(now, pictureOf(fig, text, now));
+      // The live view, in its layout, goes in every frame: whichever one the printed page's
+      // width shows holds the reader's state. Each copy's ids get a prefix of its own.
+      now.forEach(function (still, i) { showPicture(still, pictureOf(fig.el.id + (i ? "-" + i : ""), text, still)); });
       fig.printed = at;
     }).catch(report);
   });

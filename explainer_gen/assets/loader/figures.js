@@ -76,7 +76,7 @@ function embed(fig, gen) {
   }).then(function (cols) {
     if (gen !== generation) return;
     if (fig.result) { fig.result.finalize(); fig.result = null; }
-    var still = fig.el.querySelector(dot(CLS.static));
+    var still = shownStill(fig);
     var height = still ? still.getBoundingClientRect().height : 0;
     if (height && !fig.view.style.minHeight) {
       fig.view.style.minHeight = height + "px"; // keep the text below in place
@@ -84,7 +84,9 @@ function embed(fig, gen) {
     fig.el.classList.add(CLS.live); // the view needs its width before Vega measures it
     // Compiled to Vega at build time, so nothing is compiled here. The page's own controls
     // set the params that the Vega-Lite spec binds to range inputs.
-    var spec = recolour(fig.payload.vega, fig.payload.palette);
+    // The layout the figure's width calls for, as its static picture was chosen (layoutFor).
+    fig.layout = layoutFor(fig);
+    var spec = recolour(fig.layout === "narrow" ? fig.payload.narrow : fig.payload.vega, fig.payload.palette);
     spec.data.forEach(function (d) { if (d.name === "table") d.values = rows(cols); });
     (spec.signals || []).forEach(function (sig) {
       if (fig.params.indexOf(sig.name) >= 0 && sig.name in state.sliders) sig.value = state.sliders[sig.name];
@@ -135,6 +137,17 @@ function drain() {
 function retheme() {
   var gen = generation;
   figures.forEach(function (fig) { if (fig.result) embed(fig, gen).catch(report); });
+}
+
+// A live figure whose width has crossed FACTS.narrowBelow (a phone turned, a window resized) is
+// drawn again in the layout its width now calls for, as the page's CSS has swapped its picture.
+function relayout() {
+  var gen = generation;
+  figures.forEach(function (fig) {
+    if (!fig.result || fig.layout === layoutFor(fig)) return;
+    fig.view.style.minHeight = ""; // the height it kept was the other layout's picture's
+    embed(fig, gen).catch(report);
+  });
 }
 
 // A new page: its figures are other elements; the ones left are let go.

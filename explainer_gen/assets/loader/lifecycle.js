@@ -134,6 +134,7 @@ function start(gen, root) {
 }
 
 new MutationObserver(retheme).observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
+window.addEventListener("resize", function () { afterPause("relayout", PAUSE_MS, relayout); }, { passive: true });
 window.explainerGen = {
   figures: function () { return figures.filter(function (f) { return f.result; }); },
   state: function () { return state; },

@@ -218,6 +218,12 @@ class FigureKind:
         """The default slider position as rows and columns."""
         raise NotImplementedError
 
+    def narrow(self, spec: dict) -> dict:
+        """The chart's Vega-Lite spec (a dict), already laid out for a phone's column by
+        compute/layout.narrow, with what this chart needs besides: a headline broken over two
+        lines, a note moved inside the plot. The default needs nothing more."""
+        return spec
+
     # One or two sentences describing the figure for screen readers, with `{field}` slots
     # that `facts` fills for each slider position (in Python for the static picture, and
     # in the browser from the same precomputed strings as the sliders move).

@@ -25,6 +25,7 @@ import numpy as np
 
 from models import estimate
 
+from .. import layout
 from ..resolved import Resolved
 from ...theme import colour
 from .base import alt, Column, Columns, TableView
@@ -50,6 +51,14 @@ NUMBERS = ("estimate", "low", "high", "floor")
 SPLITS = {"training": "training", "held-out": "held out"}
 INSIDE = {True: "inside", False: "outside"}
 KEY = "Measured: a ring was fitted on, a square held out (filled when inside its band)"
+# The key on a phone's column, where one line of it is wider than the plot.
+KEY_LINES = ["Measured: a ring was fitted on,", "a square held out (filled when inside its band)"]
+
+
+def narrow(spec: dict, more: dict[str, list[str]] | None = None) -> dict:
+    """A narrow spec (layout.narrow) of a kind that draws the overlay: its key over two lines, and
+    `more` (text -> lines) the kind's own texts likewise."""
+    return layout.break_lines(spec, {KEY: KEY_LINES, **(more or {})})
 
 
 def filled() -> str:

@@ -133,6 +133,9 @@ class PrefillVsDecode(FigureKind):
                           estimate_text, floor_text, *points)
                 .add_params(*slider_params(sliders)).properties(height=320))
 
+    def narrow(self, spec: dict) -> dict:
+        return overlay.narrow(spec)
+
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
         acc, m, n = r.acc, r.target, r.cards
         p = sliders["prompt"].default

@@ -157,6 +157,9 @@ class _Latency(FigureKind):
         points = overlay.layers(base, _rate_axis(), on_y, "ms", "ms", ",.1f", bars=True, key_at="top")
         return alt.layer(rule, text, lines, *points).add_params(*slider_params(sliders)).properties(height=320)
 
+    def narrow(self, spec: dict) -> dict:
+        return overlay.narrow(spec)
+
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
         rows = []
         picked = {k: _mine(cols, sliders, k) for k in LABELS}

@@ -8,6 +8,7 @@ import numpy as np
 from models import roofline, speculative
 
 from ...sources.controls import Slider
+from .. import layout
 from ..resolved import Resolved
 from ...theme import BOLD
 from .base import alt, Column, Columns, count, FigureKind, register, rows_at, slider_filter, slider_params, table_data, TableView
@@ -20,6 +21,9 @@ KINDS = ["Target pass", "Draft steps", "Plain token", "Accepted guess", "Rejecte
          "Discarded guess", "Target's correction", "Bonus token"]
 SHAPES = ["square", "square", "circle", "circle", "cross", "square", "diamond", "triangle-up"]
 ROWS = ["Plain: weight reads", "Plain: tokens", "Speculative: passes", "Speculative: tokens"]
+# Between the headline's two parts; on a phone the headline breaks its line there instead.
+HEADLINE_BREAK = " · "
+LINE_PX = 15  # a line of 12 px text
 
 
 @lru_cache(maxsize=8)
@@ -56,7 +60,7 @@ class TokenTimeline(FigureKind):
             step_index[i] = list(range(n))
         plain_total, spec_total = plain * N_TOKENS, steps * (k * draft + verify)
         # The headline is formatted here, so the browser and the table print the same digits.
-        label = np.array([f"plain {p:.0f} ms · speculative {s:.0f} ms ({p / s:.2f}× faster)"
+        label = np.array([f"plain {p:.0f} ms{HEADLINE_BREAK}speculative {s:.0f} ms ({p / s:.2f}× faster)"
                           for p, s in zip(plain_total, spec_total)])
         return {"a": a, "k": k, "steps": steps, "acc": runs, "step": step_index, "plain_ms": plain,
                 "draft_ms": draft, "verify_ms": verify, "plain_total_ms": plain_total,
@@ -114,6 +118,15 @@ class TokenTimeline(FigureKind):
             x=alt.datum(0), y=alt.value(0), text="label:N")
         return (alt.layer(plain_bars, plain_tokens, draft_bars, verify_bars, spec_tokens, totals)
                 .add_params(*slider_params(sliders)).properties(height=170, padding={"top": 24, "left": 5, "right": 5, "bottom": 5}))
+
+    def narrow(self, spec: dict) -> dict:
+        # On a phone the headline is two lines, plain decoding's time over speculative decoding's,
+        # and the room above the lanes holds both.
+        for mark, layer in layout.text_marks(spec):
+            if layer.get("encoding", {}).get("text", {}).get("field") == "label":
+                mark["lineBreak"] = HEADLINE_BREAK
+        spec["padding"] = {**spec["padding"], "top": spec["padding"]["top"] + LINE_PX}
+        return spec
 
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
         i = int(np.argmax(rows_at(cols, sliders)))
