@@ -31,6 +31,10 @@ Targets (from the issues):
   cards    (issue 38) what the share cards add: the seconds a one-process cold build spends
            composing and drawing them, and their bytes in the site (no target).
            `python benchmarks/bench.py --cards` prints only this, from one cold build.
+  phone    (issue 38) what the phone's layout adds: the seconds a one-process cold build spends
+           laying each figure out for a phone, drawing and compiling it, and the bytes gzip its
+           pictures add to each figure page's HTML and its specs to the figure payloads (which
+           stay within the 100 KB of figure data above). `--phone` prints only this.
 
 Serving: both browser measurements load the built site from 127.0.0.1 the way GitHub Pages
 serves it (tests/helpers.py `serve`, which the browser tests use too): HTTP/1.1 with keep-alive
@@ -625,16 +629,54 @@ def print_cards(site: Path, seconds: float, cold: float) -> None:
           f"one-process cold build ({seconds / cold:.1%} of {cold:.2f} s)")
 
 
-def cards_only() -> None:
+NARROW_FRAME = re.compile(r'(<div class="eg-picture eg-narrow"[^>]*>).*?</svg>(</div>)', re.S)
+
+
+def print_narrow(site: Path, seconds: float, cold: float) -> None:
+    """What the phone's layout adds (issue 38): the seconds a cold build spends laying figures out
+    for a phone, drawing and compiling them, and the bytes gzip its pictures add to each figure
+    page's HTML and its compiled specs to the page's figure payloads."""
+    html_added = html_total = payload_added = payload_total = 0
+    rows = []
+    for html_path in sorted(site.rglob("index.html")):
+        html = html_path.read_text()
+        figs = re.findall(r'data-eg-figure="([^"]+)"', html)
+        if not figs:
+            continue
+        whole = len(gzip.compress(html.encode(), mtime=0))
+        without = len(gzip.compress(NARROW_FRAME.sub(r"\1\2", html).encode(), mtime=0))
+        added = 0
+        for f in figs:
+            payload = json.loads((html_path.parent / f).resolve().read_text())
+            with_narrow = len(gzip.compress(json.dumps(payload).encode(), mtime=0))
+            payload.pop("narrow")
+            added += with_narrow - len(gzip.compress(json.dumps(payload).encode(), mtime=0))
+            payload_total += with_narrow
+        html_added += whole - without
+        html_total += whole
+        payload_added += added
+        rows.append((str(html_path.relative_to(site).parent), whole - without, whole, added))
+    print(f"phone layout: {seconds:.2f} s of a one-process cold build ({seconds / cold:.1%} of {cold:.2f} s); "
+          f"its pictures add {html_added:,d} bytes gzip to the figure pages' HTML ({html_added / html_total:.1%} "
+          f"of {html_total:,d}), its specs {payload_added:,d} to their figure payloads ({payload_added / payload_total:.1%} "
+          f"of {payload_total:,d}, fetched when a figure goes live)")
+    for page, added, whole, spec in rows:
+        print(f"  {page:34} HTML +{added:7,d} of {whole:8,d} bytes gzip   payloads +{spec:6,d}")
+
+
+def cards_only(phone: bool = False) -> None:
     """`--cards`: one cold build in one process (workers off) of a copy of the site, and what its
-    share cards cost (print_cards)."""
+    share cards cost (print_cards); `--phone`, what its phone layout costs (print_narrow)."""
     work = Path(tempfile.mkdtemp(prefix="eg-bench-cards-"))
     try:
         shutil.copytree(REPO / "docs", work / "docs")
         shutil.copy(REPO / "mkdocs.yml", work / "mkdocs.yml")
         serial = with_plugin_options(work / "mkdocs.yml", work / "mkdocs-serial.yml", workers=1)
         cold, phases = fresh_build(serial, work / "site", work / "cache")
-        print_cards(work / "site", phases.get("cards", 0.0), cold)
+        if phone:
+            print_narrow(work / "site", phases.get("narrow", 0.0), cold)
+        else:
+            print_cards(work / "site", phases.get("cards", 0.0), cold)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -659,7 +701,8 @@ def print_cold_floor(phases: dict[str, float], plain: float, workers: int, cores
     pictures, with all of it shared perfectly over the cores. No tuning of the models, the
     descriptions, the data or the files goes below it."""
     imports, engine = process_startup()
-    drawing = phases.get("picture", 0.0) + phases.get("vega", 0.0) - engine  # the one-process build started it once
+    # Both layouts' pictures and specs (the phone's: "narrow"); the one-process build started vl-convert once.
+    drawing = phases.get("picture", 0.0) + phases.get("vega", 0.0) + phases.get("narrow", 0.0) - engine
     floor = max((plain + (workers + 1) * imports + workers * engine + drawing) / cores, plain + imports)
     print(f"cold-build floor: a plain build, the generator imported in {workers + 1} processes ({imports:.2f} s each), "
           f"vl-convert started in {workers} workers ({engine:.2f} s each), every picture drawn and spec compiled "
@@ -719,6 +762,7 @@ def main() -> None:
     ap.add_argument("--one-build", nargs=4)
     ap.add_argument("--serve-save", nargs=4)
     ap.add_argument("--cards", action="store_true", help="only what the share cards cost (one cold build)")
+    ap.add_argument("--phone", action="store_true", help="only what the phone's layout costs (one cold build)")
     ap.add_argument("--keep-lighthouse", type=Path, metavar="DIR", help="copy every Lighthouse JSON report here")
     args = ap.parse_args()
     if args.one_build:
@@ -727,8 +771,8 @@ def main() -> None:
     if args.serve_save:
         serve_save(*args.serve_save)
         return
-    if args.cards:
-        cards_only()
+    if args.cards or args.phone:
+        cards_only(phone=args.phone)
         return
     work = Path(tempfile.mkdtemp(prefix="eg-bench-"))
     try:
@@ -806,6 +850,7 @@ def main() -> None:
         bundle = next((work / "cold0/assets/explainer").glob("vega-*.js"))
         print(f"\nvega bundle {gz(bundle):,d} bytes gzip, one URL for every figure page: {bundle.name}")
         print_cards(work / "cold0", phases.get("cards", 0.0), cold)
+        print_narrow(work / "cold0", phases.get("narrow", 0.0), cold)
         print()
         costs = {}
         for page in ("serving", "draft-trees"):

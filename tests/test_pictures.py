@@ -7,11 +7,13 @@ every figure showed two pictures stacked while a suite that checked which elemen
 stayed green. So nothing here asks whether an element exists: it asks what is displayed.
 
 1. On every page, in light and dark, on a desktop and a phone: each figure displays exactly
-   one picture, the static one, in the scheme's colours; once a reader reaches for it,
-   exactly one, the live view, drawn in the scheme's colours (read from the pixels) at the
-   screen's resolution. No page scrolls sideways.
-2. Static text is set in the shipped chart font, which the page has loaded and Chromium
-   draws with, and no label lies outside its picture.
+   one picture, the static one laid out for the screen's column (compute/layout.py), in the
+   scheme's colours; once a reader reaches for it, exactly one, the live view in the same
+   layout, drawn in the scheme's colours (read from the pixels) at the screen's resolution.
+   Every label, static or live, is drawn at a font size of at least 10 CSS px, and no live
+   label lies outside its view. No page scrolls sideways.
+2. Static text, on a desktop and on a phone, is set in the shipped chart font, which the page
+   has loaded and Chromium draws with, at least 10 CSS px, and no label lies outside its picture.
 3. The live view of the default state looks like the static picture, by a pixel metric
    whose bound is derived below from honest pairs and from broken pictures, which a test
    shows it catches.
@@ -223,6 +225,8 @@ def figures_gone_live(page, base_url: str, paths: list[str], scheme: str, phone:
             if kinds(after["shown"]) != ["live"]:
                 problems.append(f"{name}: once live it displays {kinds(after['shown'])}, not ['live']")
             problems += live_label_problems(after, name)
+            if after["layout"] != ("narrow" if phone else "wide"):
+                problems.append(f"{name}: goes live in its {after['layout']} layout on a {'phone' if phone else 'desktop'}")
             if not phone and abs(after["height"] - before["height"]) > 0.5:
                 problems.append(f"{name}: going live changes its height from {before['height']:.1f} to "
                                 f"{after['height']:.1f} px in a {before['width']:.0f} px column")
@@ -688,7 +692,8 @@ STATIC_LOOK = ("f => { const r = f.getBoundingClientRect(), s = (" + SHOWN_STATI
 # whether the view is sharp.
 LIVE_LOOK = ("f => { const v = (" + LABELS_IN_VIEW + ")(f), r = f.getBoundingClientRect();"
              " return {...v, width: r.width, height: r.height, shown: (" + PICTURES + ")(f),"
-             " font: (" + CHART_FONT_LOADED + ")(), sharp: (" + SHARP + ")(f)}; }")
+             " font: (" + CHART_FONT_LOADED + ")(), sharp: (" + SHARP + ")(f),"
+             " layout: window.explainerGen.figures().find(x => x.el === f).layout}; }")
 
 
 def look_before_live(fig) -> dict:

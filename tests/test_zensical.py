@@ -34,6 +34,7 @@ def files(root: Path, under: str) -> dict[str, bytes]:
 # host spaces its markup. All else in the article must be the same on both hosts.
 THEME = re.compile(r'<a id="__skip" tabindex="-1"></a>| data-search-exclude(?:="")?(?=[ >])')
 STATIC = re.compile(r'<svg class="eg-static".*?</svg>', re.S)
+LAYOUTS = ("wide", "narrow")  # each figure's static pictures (explainer_gen/compute/layout.py)
 
 
 def ours(html: str) -> str:
@@ -55,7 +56,8 @@ def test_zensical_builds_the_files_and_articles_mkdocs_builds(site, zensical_sit
     assert len(pages) >= 9
     for path in pages:
         html = (site / path / "index.html").read_text()
-        assert len(STATIC.findall(html)) == html.count('class="eg-figure"'), path  # every picture drawn
+        # every picture drawn, in both layouts (compute/layout.py)
+        assert len(STATIC.findall(html)) == len(LAYOUTS) * html.count('class="eg-figure"'), path
         assert ours((zensical_site / path / "index.html").read_text()) == ours(html), path
 
 
@@ -171,7 +173,7 @@ def test_pages_named_by_file_are_finished_too(tmp_path):
     assert mkdocs_build(tmp_path / "msite", config).returncode == 0
     theirs = article((tmp_path / "zsite/sub/page.html").read_text())
     mine = article((tmp_path / "msite/sub/page.html").read_text())
-    assert len(STATIC.findall(mine)) == 1
+    assert len(STATIC.findall(mine)) == len(LAYOUTS)
     assert STATIC.findall(theirs) == STATIC.findall(mine)
 
 

@@ -197,14 +197,14 @@ def build_figure(req: FigureRequest, catalogue: Catalogue, timing: Timing | None
     try:
         with timing.phase("picture"):
             svg = static_svg(spec, rows)
-        with timing.phase("narrow"):
+        with timing.phase("narrow"):  # all that the phone's layout adds, its compiled spec too
             narrow = narrow_spec(kind, spec, rows)
             narrow_svg = static_svg(narrow, rows, layout.NARROW_WIDTH)
+            narrow_vega = compile_for_page(narrow)
     except ValueError as exc:
         raise SourceError(req.path, req.line, f"figure {req.kind!r}: {exc}") from None
     with timing.phase("vega"):
         vega = compile_for_page(spec)
-        narrow_vega = compile_for_page(narrow)
     with timing.phase("data"):
         csv_text = _csv(default_cols, kind.columns, default_resolved, catalogue)
         table = kind.table(default_cols, default_resolved, req.sliders)

@@ -11,7 +11,7 @@ PHASES = {
     "numbers": "inline numbers: evaluating and formatting them, outside the models",
     "describe": "figure descriptions at every slider position (their facts, scalar model calls included)",
     "picture": "static pictures: vl-convert drawing the SVG, then its colours made the page's",
-    "narrow": "the phone's pictures: each laid out at a phone's width (layout.narrow), then drawn",
+    "narrow": "the phone's layout: each figure laid out at a phone's width (layout.narrow), drawn and compiled",
     "chart": "Vega-Lite specs from altair (the first one imports altair)",
     "vega": "specs compiled to Vega for the page's loader (vl-convert)",
     "data": "data rounded for the page, its gzip size, the CSV and the table",
