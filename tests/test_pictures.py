@@ -252,6 +252,32 @@ def live_label_problems(look: dict, name: str) -> list[str]:
     return problems
 
 
+# The layout a live figure was last drawn in, once its view is in place and as wide as the figure.
+DRAWN_LAYOUT = """f => { const x = window.explainerGen.figures().find(x => x.el === f), m = f.querySelector('.eg-view .marks');
+  return !!x && !!m && x.result.view.width() > 0 && Math.abs(m.getBoundingClientRect().width - f.clientWidth) < 2
+    && x.layout; }"""
+
+
+def test_a_live_figure_takes_the_layout_of_its_new_width_when_the_window_turns(site, base_url, browser):
+    """A live figure on a phone-wide window is drawn in the narrow layout; the window widened (a
+    phone turned, a window resized), it is drawn again in the wide one, and narrowed, in the narrow
+    one again, each time with every label inside the view and readable."""
+    context = browser.new_context(viewport={"width": PHONE[0], "height": PHONE[1]})
+    page = context.new_page()
+    problems: list[str] = []
+    try:
+        page.goto(base_url + "explainers/speculative-decoding/")
+        fig = page.locator(".eg-figure[data-eg-figure]").first
+        reach(page, fig, phone=False)
+        for width, want in ((PHONE[0], "narrow"), (DESKTOP[0], "wide"), (PHONE[0], "narrow")):
+            page.set_viewport_size({"width": width, "height": PHONE[1]})
+            page.wait_for_function(f"f => ({DRAWN_LAYOUT})(f) === '{want}'", arg=fig.element_handle(), timeout=10_000)
+            problems += live_label_problems(fig.evaluate(LIVE_LOOK), f"first figure at {width} px")
+    finally:
+        context.close()
+    assert not problems, "\n".join(problems)
+
+
 def live_views_are_named_images(page) -> None:
     """A live view (Vega's canvas says nothing itself) is one image, named like the figure and
     described by the figure's description, as its static picture is."""
