@@ -12,7 +12,7 @@ import vl_convert as vlc
 
 from explainer_gen import theme
 from explainer_gen.compute import layout
-from explainer_gen.compute.artifacts import VL_VERSION, _with_rows, static_svg
+from explainer_gen.compute.artifacts import VL_VERSION, _draw, _with_rows, static_svg
 
 SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
 
@@ -32,8 +32,37 @@ def rows(labels) -> list[dict]:
 
 
 def rights(spec: dict, labels) -> list[float]:
+    return layout.legend_rights(_draw(spec, rows(labels), layout.NARROW_WIDTH))
+
+
+def scenegraph_rights(spec: dict, labels) -> list[float]:
+    """The legends' right edges from Vega's own scenegraph of the chart (the items' positions and
+    sizes, as Vega laid them out), not from the drawn SVG."""
     laid_out = vlc.vegalite_to_scenegraph(_with_rows(spec, rows(labels), layout.NARROW_WIDTH), vl_version=VL_VERSION)
-    return layout.legend_rights(laid_out)
+    found = []
+
+    def walk(mark: dict, dx: float) -> None:
+        for item in mark.get("items", []):
+            if mark.get("role") == "legend":
+                found.append(dx + item.get("x", 0) + item["width"])
+            elif isinstance(item, dict):
+                for child in item.get("items", []):
+                    walk(child, dx + item.get("x", 0))
+
+    walk(laid_out["scenegraph"], laid_out["origin"][0])
+    return found
+
+
+def test_legend_edges_read_from_the_picture_are_where_vega_laid_the_legends_out():
+    """Two legends, one with long labels: the right edges read from the drawn SVG equal those in
+    Vega's scenegraph, and the long one reaches past the phone's width."""
+    labels = ("a label long enough to fill half", "another label just as long as that", "and a third")
+    spec = layout.narrow(chart({"orient": "bottom"}, labels))
+    spec["encoding"]["shape"] = {"field": "c", "type": "nominal", "title": "Shape", "legend": {"orient": "bottom"}}
+    spec["encoding"]["color"]["title"] = "Colour"
+    from_svg, from_vega = rights(spec, labels), scenegraph_rights(spec, labels)
+    assert len(from_svg) == 2 and from_svg == pytest.approx(from_vega, abs=0.01)
+    assert max(from_svg) > layout.NARROW_WIDTH
 
 
 def test_the_narrow_layout_moves_legends_below_and_cuts_long_axis_labels():

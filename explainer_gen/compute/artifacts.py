@@ -198,8 +198,7 @@ def build_figure(req: FigureRequest, catalogue: Catalogue, timing: Timing | None
         with timing.phase("picture"):
             svg = static_svg(spec, rows)
         with timing.phase("narrow"):  # all that the phone's layout adds, its compiled spec too
-            narrow = narrow_spec(kind, spec, rows)
-            narrow_svg = static_svg(narrow, rows, layout.NARROW_WIDTH)
+            narrow, narrow_svg = narrow_picture(kind, spec, rows)
             narrow_vega = compile_for_page(narrow)
     except ValueError as exc:
         raise SourceError(req.path, req.line, f"figure {req.kind!r}: {exc}") from None
@@ -321,13 +320,17 @@ def svg_size(svg: str) -> tuple[int, int]:
     return (round(float(m.group(1))), round(float(m.group(2)))) if m else (0, 0)
 
 
-def narrow_spec(kind, spec: dict, rows: list[dict]) -> dict:
-    """The figure's spec laid out for a phone's column: the generic changes (layout.narrow), the
-    kind's own (`kind.narrow`), and legends in one column where, laid out with the default
-    state's rows (`rows`), they would not fit beside each other."""
+def narrow_picture(kind, spec: dict, rows: list[dict]) -> tuple[dict, str]:
+    """The figure's spec laid out for a phone's column, and its static picture at the default
+    state (`rows`): the generic changes (layout.narrow) and the kind's own (`kind.narrow`), drawn;
+    where a legend then reaches past the picture's right edge (as Vega laid it out, measuring the
+    labels in the chart font), the legends go to one column and the picture is drawn again."""
     narrow = kind.narrow(layout.narrow(spec))
-    laid_out = vlc.vegalite_to_scenegraph(_with_rows(narrow, rows, layout.NARROW_WIDTH), vl_version=VL_VERSION)
-    return layout.fit_legends(narrow, layout.legend_rights(laid_out)) or narrow
+    drawn = _draw(narrow, rows, layout.NARROW_WIDTH)
+    fitted = layout.fit_legends(narrow, layout.legend_rights(drawn))
+    if fitted is not None:
+        narrow, drawn = fitted, _draw(fitted, rows, layout.NARROW_WIDTH)
+    return narrow, _finish(drawn)
 
 
 def _with_rows(spec: dict, rows: list[dict], width: int) -> dict:
@@ -346,7 +349,16 @@ def static_svg(spec: dict, rows: list[dict], width: int = layout.COLUMN_WIDTH) -
     labels fit in any browser; colours are the palette's CSS variables, so the picture
     follows the page's scheme. The page inlines it (`render.blocks.static_picture`).
     """
-    svg = vlc.vegalite_to_svg(_with_rows(spec, rows, width), vl_version=VL_VERSION)
+    return _finish(_draw(spec, rows, width))
+
+
+def _draw(spec: dict, rows: list[dict], width: int) -> str:
+    """vl-convert's SVG of `spec` at the default state, laid out at `width`, as it draws it."""
+    return vlc.vegalite_to_svg(_with_rows(spec, rows, width), vl_version=VL_VERSION)
+
+
+def _finish(svg: str) -> str:
+    """A drawn picture (`_draw`) as the page inlines it, once its text is known to be drawable."""
     missing = theme.missing_glyphs(svg)
     if missing:
         raise ValueError(f"the chart font has no {', '.join(repr(c) for c in missing)}; add them to "

@@ -10,7 +10,7 @@ under `MIN_LABEL_PX` (CSS `@container`, assets/explainer.css; the loader's `layo
 `narrow` makes the narrow spec from the wide one: the plot takes the phone's width, legends go
 below the plot, one under another, each in as many columns (up to `NARROW_LEGEND_COLUMNS`) as
 fit the width by the labels' widths as Vega measures them in the chart font (`fit_legends`, from
-the laid-out scenegraph), and axis labels are cut to `NARROW_LABEL_LIMIT` pixels. A figure kind
+the picture as drawn), and axis labels are cut to `NARROW_LABEL_LIMIT` pixels. A figure kind
 whose chart needs more (a headline broken over two lines, a note set elsewhere) adds it in its own
 `narrow` method (figures/base.py).
 """
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 
 from ..names import CLASS
 
@@ -162,31 +163,25 @@ def narrow(spec: dict) -> dict:
     return out
 
 
-def legend_rights(scenegraph: dict) -> list[float]:
-    """The right edge of each legend in a laid-out chart (vl-convert's scenegraph), in the
-    picture's pixels, in the order Vega placed them."""
-    root = scenegraph["scenegraph"]
-    origin = scenegraph.get("origin", [0, 0])[0]
-    rights = []
+# In vl-convert's SVG: the picture's origin (its first group's translation), and each legend's
+# group, placed by a translation, whose background path spans the legend's width.
+_ORIGIN = re.compile(r'<svg\b[^>]*>\s*<g\b[^>]*?\stransform="translate\(([-\d.e]+)')
+_LEGEND = re.compile(r'class="mark-group role-legend"[^>]*>\s*<g transform="translate\(([-\d.e]+)[^"]*">'
+                     r'\s*<path class="background"[^>]*?\sd="M0,0h([-\d.e]+)')
 
-    def walk(mark: dict, dx: float) -> None:
-        for item in mark.get("items", []):
-            if not isinstance(item, dict):
-                continue
-            if mark.get("role") == "legend":
-                rights.append(origin + dx + item.get("x", 0) + item.get("width", 0))
-                continue
-            for child in item.get("items", []):
-                if isinstance(child, dict):
-                    walk(child, dx + (item.get("x", 0) if mark.get("marktype") == "group" else 0))
 
-    walk(root, 0)
-    return rights
+def legend_rights(svg: str) -> list[float]:
+    """The right edge of each legend of a picture as vl-convert drew it (before the page's clean-up,
+    theme.static_svg_colours, which drops the backgrounds that draw nothing), in the picture's
+    pixels, in the order Vega placed them."""
+    origin = _ORIGIN.search(svg)
+    dx = float(origin.group(1)) if origin else 0.0
+    return [dx + float(x) + float(w) for x, w in _LEGEND.findall(svg)]
 
 
 def fit_legends(spec: dict, rights: list[float], width: int = NARROW_WIDTH) -> dict | None:
     """`spec` (narrow) with its legends in one column when, laid out in more, one of them reaches
-    past `width` (`rights`: `legend_rights` of its scenegraph); None when they all fit."""
+    past `width` (`rights`: `legend_rights` of its picture); None when they all fit."""
     if all(r <= width + 0.5 for r in rights):
         return None
     out = copy.deepcopy(spec)
