@@ -243,13 +243,17 @@ def live_label_problems(look: dict, name: str) -> list[str]:
     problems = [f"{name}: live label {t['text']!r} drawn at {t['size']:.1f} px" for t in look["texts"]
                 if t["size"] < layout.MIN_LABEL_PX]
     for box in (p for p in look["shown"] if p["kind"] == "live"):
-        for t in look["texts"]:
-            out = {side: round(d, 1) for side, d in (
-                ("left", box["left"] - t["left"]), ("top", box["top"] - t["top"]),
-                ("right", t["right"] - box["right"]), ("bottom", t["bottom"] - box["bottom"])) if d > 1}
-            if out:
-                problems.append(f"{name}: live label {t['text']!r} sticks out of the view by {out} px")
+        problems += [f"{name}: live label {t['text']!r} sticks out of the view by {out} px"
+                     for t in look["texts"] if (out := outside(t, box))]
     return problems
+
+
+def outside(t: dict, box: dict) -> dict[str, float]:
+    """How far the box `t` reaches past each side of `box` (left, top, right, bottom, in px),
+    for the sides it passes by more than 1 px: empty when it lies inside."""
+    return {side: round(d, 1) for side, d in (
+        ("left", box["left"] - t["left"]), ("top", box["top"] - t["top"]),
+        ("right", t["right"] - box["right"]), ("bottom", t["bottom"] - box["bottom"])) if d > 1}
 
 
 # The layout a live figure was last drawn in, once its view is in place and as wide as the figure.
@@ -454,13 +458,8 @@ def test_static_text_lies_inside_its_picture(static_text):
     no label is cut off at any edge."""
     problems = []
     for name, picture in static_text["pictures"].items():
-        box = picture["svg"]
-        for t in picture["texts"]:
-            out = {side: round(d, 1) for side, d in (
-                ("left", box["left"] - t["left"]), ("top", box["top"] - t["top"]),
-                ("right", t["right"] - box["right"]), ("bottom", t["bottom"] - box["bottom"])) if d > 1}
-            if out:
-                problems.append(f"{name}: {t['text']!r} sticks out of its picture by {out} px")
+        problems += [f"{name}: {t['text']!r} sticks out of its picture by {out} px"
+                     for t in picture["texts"] if (out := outside(t, picture["svg"]))]
     assert not problems, "\n".join(problems)
 
 

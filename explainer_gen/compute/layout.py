@@ -57,29 +57,18 @@ def css() -> str:
             f"{fig} {frame}.{CLASS.narrow} {{ display: block; }} }}\n")
 
 
-def _legends(node, visit) -> None:
-    """Call `visit` on every legend definition in a Vega-Lite spec (encodings' `legend` dicts)."""
+def _each(node, key: str, visit) -> None:
+    """Call `visit` on every dict held under `key` anywhere in a Vega-Lite spec (`legend`: the
+    encodings' legend definitions; `axis`: their axes')."""
     if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "legend" and isinstance(value, dict):
+        for name, value in node.items():
+            if name == key and isinstance(value, dict):
                 visit(value)
             else:
-                _legends(value, visit)
+                _each(value, key, visit)
     elif isinstance(node, list):
         for value in node:
-            _legends(value, visit)
-
-
-def _axes(node, visit) -> None:
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "axis" and isinstance(value, dict):
-                visit(value)
-            else:
-                _axes(value, visit)
-    elif isinstance(node, list):
-        for value in node:
-            _axes(value, visit)
+            _each(value, key, visit)
 
 
 # Where a text mark of a narrow chart starts a new line (`break_lines`).
@@ -150,8 +139,8 @@ def narrow(spec: dict) -> dict:
         if "labelLimit" in d:
             d["labelLimit"] = min(d["labelLimit"], NARROW_LABEL_LIMIT)
 
-    _legends(out, legend)
-    _axes(out, axis)
+    _each(out, "legend", legend)
+    _each(out, "axis", axis)
     config = out.setdefault("config", {})
     cfg_legend = config.setdefault("legend", {})
     # Legends below the plot stack one under another, each at the left, rather than side by side.
@@ -189,6 +178,6 @@ def fit_legends(spec: dict, rights: list[float], width: int = NARROW_WIDTH) -> d
     def one_column(d: dict) -> None:
         d["columns"] = 1
 
-    _legends(out, one_column)
+    _each(out, "legend", one_column)
     out["config"]["legend"]["columns"] = 1
     return out
