@@ -664,19 +664,19 @@ def print_narrow(site: Path, seconds: float, cold: float) -> None:
         print(f"  {page:34} HTML +{added:7,d} of {whole:8,d} bytes gzip   payloads +{spec:6,d}")
 
 
-def cards_only(phone: bool = False) -> None:
-    """`--cards`: one cold build in one process (workers off) of a copy of the site, and what its
-    share cards cost (print_cards); `--phone`, what its phone layout costs (print_narrow)."""
+def one_cold_build(cards: bool, phone: bool) -> None:
+    """`--cards`, `--phone`: one cold build in one process (workers off) of a copy of the site, and
+    what its share cards cost (print_cards), what its phone layout costs (print_narrow), or both."""
     work = Path(tempfile.mkdtemp(prefix="eg-bench-cards-"))
     try:
         shutil.copytree(REPO / "docs", work / "docs")
         shutil.copy(REPO / "mkdocs.yml", work / "mkdocs.yml")
         serial = with_plugin_options(work / "mkdocs.yml", work / "mkdocs-serial.yml", workers=1)
         cold, phases = fresh_build(serial, work / "site", work / "cache")
+        if cards:
+            print_cards(work / "site", phases.get("cards", 0.0), cold)
         if phone:
             print_narrow(work / "site", phases.get("narrow", 0.0), cold)
-        else:
-            print_cards(work / "site", phases.get("cards", 0.0), cold)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -772,7 +772,7 @@ def main() -> None:
         serve_save(*args.serve_save)
         return
     if args.cards or args.phone:
-        cards_only(phone=args.phone)
+        one_cold_build(args.cards, args.phone)
         return
     work = Path(tempfile.mkdtemp(prefix="eg-bench-"))
     try:

@@ -55,10 +55,16 @@ def colour(role: str) -> str:
     return _LIGHT[role]
 
 
+# Text sizes in a chart's own pixels: axis and legend labels and titles, and a note set in the plot
+# (a text mark; Vega's own default, written down here so that the phone's layout can count on it).
+LABEL_PX = 12
+NOTE_PX = 11
+
+
 def _config() -> dict:
     fg, muted, grid = colour("fg"), colour("muted"), colour("grid")
     axis = {"labelColor": muted, "titleColor": fg, "gridColor": grid, "domainColor": muted,
-            "tickColor": muted, "labelFontSize": 12, "titleFontSize": 12, "titleFontWeight": BOLD}
+            "tickColor": muted, "labelFontSize": LABEL_PX, "titleFontSize": LABEL_PX, "titleFontWeight": BOLD}
     return {
         # No ARIA attributes or default descriptions per mark: the live view is drawn on a canvas
         # and the static picture is one image, each named and described by the figure's own text.
@@ -67,12 +73,12 @@ def _config() -> dict:
         "background": "transparent",  # the page's own background shows through
         "font": FONT_STACK,
         "axis": axis,
-        "legend": {"labelColor": fg, "titleColor": fg, "labelFontSize": 12, "titleFontSize": 12,
+        "legend": {"labelColor": fg, "titleColor": fg, "labelFontSize": LABEL_PX, "titleFontSize": LABEL_PX,
                    "titleFontWeight": BOLD, "symbolBaseStrokeColor": muted, "symbolBaseFillColor": "transparent",
                    "labelLimit": 280},
         "title": {"color": fg, "subtitleColor": muted, "fontWeight": BOLD},
         "header": {"labelColor": fg, "titleColor": fg, "titleFontWeight": BOLD},
-        "text": {"color": fg},
+        "text": {"color": fg, "fontSize": NOTE_PX},
         "rule": {"color": muted},
         "view": {"stroke": grid},
         "mark": {"color": colour("series-1")},

@@ -77,17 +77,6 @@ def test_the_narrow_layout_moves_legends_below_and_cuts_long_axis_labels():
     assert layout.narrow(chart())["config"]["legend"]["orient"] == "bottom"
 
 
-def test_the_narrow_width_is_where_a_desktop_picture_would_draw_labels_too_small():
-    """NARROW_BELOW is the column below which the wide picture's 12 px labels, scaled with it,
-    would be drawn under MIN_LABEL_PX; a phone's column is well below it, and at the narrow
-    picture's widest (NARROW_GROWTH) its labels stay under 1.5 times their size."""
-    assert layout.COLUMN_WIDTH * layout.MIN_LABEL_PX / layout.LABEL_PX <= layout.NARROW_BELOW
-    assert (layout.NARROW_BELOW - 1) * layout.LABEL_PX / layout.COLUMN_WIDTH < layout.MIN_LABEL_PX
-    assert layout.NARROW_WIDTH < layout.NARROW_BELOW
-    assert layout.LABEL_PX * layout.NARROW_GROWTH < 1.5 * layout.LABEL_PX
-    assert theme.CONFIG["axis"]["labelFontSize"] == layout.LABEL_PX == theme.CONFIG["legend"]["labelFontSize"]
-
-
 def test_legends_too_wide_for_two_columns_are_laid_out_in_one_that_fits():
     """Measured by Vega in the chart font: labels of about 190 px do not fit two to a row in
     358 px, so the legend goes to one column, which fits; short labels keep two."""
@@ -122,6 +111,26 @@ def test_a_text_broken_over_lines_is_drawn_as_lines_that_start_at_its_x():
     spans = re.findall(r"<tspan([^>]*)>([^<]*)</tspan>", svg)
     assert [t for _, t in spans] == ["Measured: a ring was fitted on,", "a square held out"]
     assert 'x="0"' in spans[1][0], spans
+
+
+def test_a_text_hung_from_its_bottom_is_raised_by_the_lines_added():
+    """Vega sets a broken text's first line at its baseline and the rest below: a text hung from
+    its bottom edge (the key along a plot's bottom) is raised a line for each line added, so that,
+    as drawn, its last line stands where the unbroken text stood, clear of the axis below."""
+    key = "one two three"
+
+    def drawn(lines: dict) -> tuple[float, list[float]]:
+        spec = text_chart(key)
+        spec["layer"][1]["mark"].update(baseline="bottom", dy=-4, fontSize=12)
+        svg = static_svg(layout.break_lines(spec, lines) if lines else spec, [{"x": 1}], layout.NARROW_WIDTH)
+        y, body = next((y, body) for y, body in re.findall(
+            r'<text[^>]*transform="translate\([-\d.]+,([-\d.]+)\)"[^>]*>(.*?)</text>', svg) if "one" in body)
+        return float(y), [float(dy) for dy in re.findall(r'dy="([-\d.]+)"', body)]
+
+    single, _ = drawn({})
+    first, gaps = drawn({key: ["one", "two", "three"]})
+    assert gaps == [14, 14]  # Vega's line height for 12 px text
+    assert first + sum(gaps) == pytest.approx(single, abs=0.1)
 
 
 def test_break_lines_refuses_a_text_the_chart_does_not_write_or_lines_that_change_it():

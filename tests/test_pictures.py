@@ -196,10 +196,10 @@ def figures_gone_live(page, base_url: str, paths: list[str], scheme: str, phone:
     reaches for it, then the live view alone. Yields (name, figure) once it is live; what is wrong
     goes into `problems`, as does a page that scrolls sideways, on load or with its figures live.
 
-    On a desktop screen, whose column is at least as wide as the picture is drawn
-    (artifacts.COLUMN_WIDTH), the live view has the picture's height to the pixel: nothing under
-    the figure moves as the reader's pointer arrives on it. (A phone's column scales the picture
-    down, while the live view keeps the height its labels need.)
+    On a desktop screen, whose column is at least as wide as the wide picture is drawn
+    (layout.COLUMN_WIDTH), and on a 390 px phone, whose column is as wide as the narrow one
+    (layout.NARROW_WIDTH), the live view has the picture's height to the pixel: nothing under
+    the figure moves as the reader's pointer arrives on it.
 
     `after_page(path)`, if given, runs once each page's figures are all live, and returns what it
     found wrong there. Each figure is read in one evaluate before it goes live (STATIC_LOOK) and
@@ -227,7 +227,7 @@ def figures_gone_live(page, base_url: str, paths: list[str], scheme: str, phone:
             problems += live_label_problems(after, name)
             if after["layout"] != ("narrow" if phone else "wide"):
                 problems.append(f"{name}: goes live in its {after['layout']} layout on a {'phone' if phone else 'desktop'}")
-            if not phone and abs(after["height"] - before["height"]) > 0.5:
+            if abs(after["height"] - before["height"]) > 0.5:
                 problems.append(f"{name}: going live changes its height from {before['height']:.1f} to "
                                 f"{after['height']:.1f} px in a {before['width']:.0f} px column")
             yield name, fig, after
@@ -372,7 +372,8 @@ TEXTS = """svg => {
   const all = [...svg.querySelectorAll('text')].map(t => {
     const r = t.getBoundingClientRect(), style = getComputedStyle(t);
     return {text: t.textContent, family: style.fontFamily, size: parseFloat(style.fontSize) * scale,
-            left: r.left, top: r.top, right: r.right, bottom: r.bottom};
+            left: r.left, top: r.top, right: r.right, bottom: r.bottom,
+            seen: t.checkVisibility({opacityProperty: true})};
   });
   return {svg: {left: b.left, top: b.top, right: b.right, bottom: b.bottom}, texts: all,
           layout: svg.closest('.eg-narrow') ? 'narrow' : 'wide'};
@@ -389,11 +390,21 @@ def static_text(site, base_url, browser):
     label its computed font and drawn size, its box and its picture's box, and the fonts Chromium
     drew it with (from the DevTools protocol)."""
     out = {"pages": {}, "pictures": {}}
-    for screen, settings in SCREENS.items():
+    # Besides a desktop and a phone, the narrowest column that still shows the wide picture
+    # (layout.NARROW_BELOW), where the wide picture's text is drawn smallest.
+    border = {"viewport": {"width": layout.NARROW_BELOW + 32, "height": PHONE[1]}}
+    for screen, settings in {**SCREENS, "border": border}.items():
         context = browser.new_context(color_scheme="light", **settings)
         page = context.new_page()
         cdp = context.new_cdp_session(page)
         try:
+            if screen == "border":  # the window that gives a figure exactly that width
+                page.goto(base_url + figure_pages(site)[0])
+                width = page.evaluate("() => document.querySelector('.eg-figure').getBoundingClientRect().width")
+                page.set_viewport_size({"width": round(border["viewport"]["width"] + layout.NARROW_BELOW - width),
+                                        "height": PHONE[1]})
+                width = page.evaluate("() => document.querySelector('.eg-figure').getBoundingClientRect().width")
+                assert width == layout.NARROW_BELOW, width
             for path in figure_pages(site):
                 page.goto(base_url + path)
                 figures = page.locator(".eg-figure[data-eg-figure]")
@@ -465,16 +476,33 @@ def test_static_text_lies_inside_its_picture(static_text):
 
 def test_static_labels_are_drawn_readable_in_the_layout_for_the_screen(static_text):
     """On a desktop each figure shows the picture laid out for its column, on a phone the one laid
-    out for a phone's (compute/layout.py), and in either every label is drawn at a font size of at
-    least MIN_LABEL_PX CSS px (its set size times the picture's scale), where the desktop picture
-    scaled to a phone's column drew them at about 6 px."""
+    out for a phone's (compute/layout.py), and in a column just wide enough for the wide picture,
+    the wide one; in each, every label is drawn at a font size of at least MIN_LABEL_PX CSS px
+    (its set size times the picture's scale), where the desktop picture scaled to a phone's column
+    drew them at about 6 px."""
     problems = []
     for name, picture in static_text["pictures"].items():
-        want = "narrow" if picture["screen"] == "phone" else "wide"
+        want = "narrow" if picture["screen"] == "phone" else "wide"  # "border": the wide one, at its smallest
         if picture["layout"] != want:
             problems.append(f"{name}: shows its {picture['layout']} picture, not its {want} one")
         problems += [f"{name}: {t['text']!r} drawn at {t['size']:.1f} px" for t in picture["texts"]
                      if t["size"] < layout.MIN_LABEL_PX]
+    assert not problems, "\n".join(problems)
+
+
+def test_no_two_static_labels_overlap(static_text):
+    """On each screen, no two labels a picture shows overlap by more than a pixel each way: a
+    phone's narrower plot neither runs a note into an axis nor crowds an axis's labels (Vega
+    hides one of two labels that would touch, as transparent text, which does not count)."""
+    problems = []
+    for name, picture in static_text["pictures"].items():
+        seen = [t for t in picture["texts"] if t["seen"]]
+        for i, a in enumerate(seen):
+            for b in seen[i + 1:]:
+                w = min(a["right"], b["right"]) - max(a["left"], b["left"])
+                h = min(a["bottom"], b["bottom"]) - max(a["top"], b["top"])
+                if w > 1 and h > 1:
+                    problems.append(f"{name}: {a['text']!r} and {b['text']!r} overlap by {w:.0f} x {h:.0f} px")
     assert not problems, "\n".join(problems)
 
 
@@ -710,6 +738,8 @@ STATIC_LOOK = ("f => { const r = f.getBoundingClientRect(), s = (" + SHOWN_STATI
                " return {id: f.id, width: r.width, height: r.height, shown: (" + PICTURES + ")(f),"
                " paints: s ? (" + PAINTS + ")(s) : [], labels: s ? (" + AXIS_LABEL_FILLS + ")(s) : [],"
                " texts: s ? (" + TEXTS + ")(s).texts : [],"
+               " edges: [f.firstElementChild.getBoundingClientRect().top - r.top,"
+               "         r.bottom - f.lastElementChild.getBoundingClientRect().bottom],"
                " table: (" + TABLE + ")(f)}; }")
 
 # One read of a live figure, its view scrolled to the middle of the window (LABELS_IN_VIEW, for the
@@ -747,6 +777,10 @@ def static_problems(look: dict, name: str, index: int) -> list[str]:
     problems = [f"{name}: displays {shown}, not ['static']"] if shown != ["static"] else []
     problems += [f"{name}: label {t['text']!r} drawn at {t['size']:.1f} px" for t in look["texts"]
                  if t["text"].strip() and t["size"] < layout.MIN_LABEL_PX]
+    # The figure is as tall as what it holds: its caption at its top, its last part at its bottom
+    # (a margin of theirs inside the figure would space it from the prose more than the theme does).
+    if max(map(abs, look["edges"])) > 1:
+        problems.append(f"{name}: space inside the figure above its caption and below its last part: {look['edges']}")
     return problems + [f"{name}: {w}" for w in scheme_colours(look, index)]
 
 

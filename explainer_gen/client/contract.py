@@ -66,8 +66,9 @@ def facts() -> dict:
         "font": {"family": theme.FONT_FAMILY, "weights": sorted({w for _, w in theme.FONT_FILES.values()}),
                  # each weight's file, from the folder that holds the loader (a saved SVG embeds them)
                  "files": {str(w): path for path, (_, w) in theme.FONT_FILES.items()}},
-        # the figure's width (CSS px) below which it shows its narrow layout (compute/layout.py)
-        "narrowBelow": layout.NARROW_BELOW,
+        # a figure's layout, as the page's CSS sets it on its view (compute/layout.py: "narrow" or
+        # none, for wide), and the prefix of the narrow picture's ids after the figure's anchor
+        "layout": {"property": layout.LAYOUT_PROPERTY, "narrowPrefix": layout.NARROW_PREFIX},
         # each chart colour's CSS variable and the classes that paint with it in a static picture
         "paints": {theme.css_var(role): {prop: theme.paint_class(prop, role) for prop in ("fill", "stroke")}
                    for role in theme.PALETTE},

@@ -62,8 +62,8 @@ class FigureArtifacts:
     image_size: tuple[int, int]       # the static picture's width and height
     svg: str                          # the static picture, coloured by the page's CSS variables
     # The same picture laid out for a phone's column (compute/layout.py), and its size.
-    narrow_svg: str = ""
-    narrow_size: tuple[int, int] = (0, 0)
+    narrow_svg: str
+    narrow_size: tuple[int, int]
     # The description's template, its fields, and per scenario key each field's texts over
     # the sliders it depends on (`describe_positions`), for the browser to keep it true.
     describe: dict = field(default_factory=dict)

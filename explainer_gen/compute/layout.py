@@ -2,10 +2,14 @@
 
 A figure's Vega-Lite spec is written once, for the wide layout. A phone's column (358 px on a
 390 px phone) would scale that picture to about half size, its 12 px labels to 6 px, so every
-figure is also laid out at `NARROW_WIDTH`, where its labels are drawn at their own size. The
-page shows the narrow picture, and the loader embeds the narrow live view, in a column narrower
-than `NARROW_BELOW`: the width below which the wide picture's smallest label would be drawn
-under `MIN_LABEL_PX` (CSS `@container`, assets/explainer.css; the loader's `layoutFor`).
+figure is also laid out at `NARROW_WIDTH`, where its labels are drawn at their own size. In a
+figure narrower than `NARROW_BELOW`, the width below which the wide picture's smallest text would
+be drawn under `MIN_LABEL_PX`, the page shows the narrow picture and the loader embeds the narrow
+live view. One rule decides both: a CSS container query on the figure (`css`), which also sets
+`LAYOUT_PROPERTY` on the figure's view, where the loader reads it (`layoutFor`). A browser
+without container queries shows the wide picture and embeds the wide view. The narrow picture
+is never scaled up: in a column wider than a phone's it keeps its width, as the live view keeps
+its plot's height, so a figure going live keeps its height there too.
 
 `narrow` makes the narrow spec from the wide one: the plot takes the phone's width, legends go
 below the plot, one under another, each in as many columns (up to `NARROW_LEGEND_COLUMNS`) as
@@ -20,6 +24,7 @@ import copy
 import math
 import re
 
+from .. import theme
 from ..names import CLASS
 
 # The article column's width in a 1280 px window (Material's layout; wider windows have wider
@@ -30,31 +35,36 @@ from ..names import CLASS
 COLUMN_WIDTH = 688
 # A 390 px phone's column (Material's page margins take 16 px each side).
 NARROW_WIDTH = 358
-# The smallest chart label a reader is asked to read, in CSS px, and the size the charts set.
+# The smallest chart text a reader is asked to read, in CSS px, and the smallest a chart draws: of
+# the theme's sizes, a note's in the plot (such as "ridge: batch 295"), under the labels'.
 MIN_LABEL_PX = 10
-LABEL_PX = 12
-# The column below which the wide picture would draw a label under MIN_LABEL_PX.
-NARROW_BELOW = math.ceil(COLUMN_WIDTH * MIN_LABEL_PX / LABEL_PX)
-# The narrow picture grows with the column up to this share of its own width, so that in a
-# column between a phone's and NARROW_BELOW its labels stay near their set size.
-NARROW_GROWTH = 1.25
+SMALLEST_TEXT_PX = min(theme.LABEL_PX, theme.NOTE_PX)
+# The column below which the wide picture would draw its smallest text under MIN_LABEL_PX.
+NARROW_BELOW = math.ceil(COLUMN_WIDTH * MIN_LABEL_PX / SMALLEST_TEXT_PX)
+# The custom property the container query sets on a figure's view to "narrow" (`css`).
+LAYOUT_PROPERTY = "--eg-layout"
 NARROW_LEGEND_COLUMNS = 2
 NARROW_LABEL_LIMIT = 130
+NARROW_LABEL_GAP = 4  # px at least between two labels of an axis
 
 # The narrow picture's ids start with the figure's anchor and this (render/blocks.py).
 NARROW_PREFIX = "narrow"
 
 
 def css() -> str:
-    """The page's rules that show a figure the picture of its layout, by the figure's own width (a
-    container query: the figure is the container). A browser without container queries shows
-    the wide picture."""
-    fig, frame = f".md-typeset .{CLASS.figure}", f".{CLASS.picture}"
-    return (f"/* A figure's two pictures (explainer_gen/compute/layout.py): the narrow one below {NARROW_BELOW} px. */\n"
+    """The page's rules that give a figure its layout by its own width (a container query: the
+    figure is the container): which picture shows, and the layout the loader embeds (set on the
+    view as LAYOUT_PROPERTY). A container is a formatting context of its own, whose children's
+    margins no longer merge with its own: its first and last child lose theirs at those edges, so
+    the figure keeps the spacing it had (the caption's margin and the data table's were within
+    the figure's own)."""
+    fig, frame, view = f".md-typeset .{CLASS.figure}", f".{CLASS.picture}", f".{CLASS.view}"
+    return (f"/* A figure's two layouts (explainer_gen/compute/layout.py): the narrow one below {NARROW_BELOW} px. */\n"
             f"{fig} {{ container-type: inline-size; }}\n"
+            f"{fig} > :first-child {{ margin-top: 0; }} {fig} > :last-child {{ margin-bottom: 0; }}\n"
             f"{fig} {frame}.{CLASS.narrow} {{ display: none; }}\n"
             f"@container (width < {NARROW_BELOW}px) {{ {fig} {frame}.{CLASS.wide} {{ display: none; }} "
-            f"{fig} {frame}.{CLASS.narrow} {{ display: block; }} }}\n")
+            f"{fig} {frame}.{CLASS.narrow} {{ display: block; }} {fig} {view} {{ {LAYOUT_PROPERTY}: narrow; }} }}\n")
 
 
 def _each(node, key: str, visit) -> None:
@@ -71,8 +81,15 @@ def _each(node, key: str, visit) -> None:
             _each(value, key, visit)
 
 
-# Where a text mark of a narrow chart starts a new line (`break_lines`).
+# Where a text mark of a narrow chart starts a new line (`break_lines`), and the space Vega leaves
+# between lines besides the text's size (its default line height: a 11 px note's lines are 13 px apart).
 LINE_BREAK = "\n"
+LEADING_PX = 2
+
+
+def line_px(mark: dict) -> float:
+    """How far apart the lines of a text mark are: its line height, or Vega's default for its size."""
+    return mark.get("lineHeight", mark.get("fontSize", theme.NOTE_PX) + LEADING_PX)
 
 
 def text_marks(node):
@@ -95,27 +112,35 @@ def text_marks(node):
 def break_lines(spec: dict, lines: dict[str, list[str]]) -> dict:
     """`spec` (changed in place and returned) with each literal text that a calculate transform
     writes (`'text'`) and that `lines` holds set over the lines given for it, and every text mark
-    breaking its lines at LINE_BREAK. A text given that the spec does not write is an error: the
-    chart's words changed and its narrow layout was not told."""
+    breaking its lines at LINE_BREAK. Vega sets a text's first line at its baseline and the others
+    below it, so a text hung from its bottom edge (baseline "bottom") is raised by the lines added,
+    and keeps clear of what lies below it. A text given that the spec does not write is an error:
+    the chart's words changed and its narrow layout was not told."""
+    for text, parts in lines.items():
+        if " ".join(parts) != text:
+            raise ValueError(f"the lines {parts!r} do not make the text {text!r}")
     found = set()
 
     def walk(node):
         if isinstance(node, dict):
-            if "calculate" in node and isinstance(node["calculate"], str):
-                for text, parts in lines.items():
-                    quoted = "'" + text + "'"
-                    if quoted in node["calculate"]:
-                        node["calculate"] = node["calculate"].replace(quoted, "'" + "\\n".join(parts) + "'")
-                        found.add(text)
+            added = 0
+            for step in node.get("transform", []) if isinstance(node.get("transform"), list) else []:
+                if isinstance(step, dict) and isinstance(step.get("calculate"), str):
+                    for text, parts in lines.items():
+                        quoted = "'" + text + "'"
+                        if quoted in step["calculate"]:
+                            step["calculate"] = step["calculate"].replace(quoted, "'" + "\\n".join(parts) + "'")
+                            found.add(text)
+                            added = max(added, len(parts) - 1)
+            mark = node.get("mark")
+            if added and isinstance(mark, dict) and mark.get("type") == "text" and mark.get("baseline") == "bottom":
+                mark["dy"] = mark.get("dy", 0) - added * line_px(mark)
             for value in node.values():
                 walk(value)
         elif isinstance(node, list):
             for value in node:
                 walk(value)
 
-    for text, parts in lines.items():
-        if " ".join(parts) != text:
-            raise ValueError(f"the lines {parts!r} do not make the text {text!r}")
     walk(spec)
     missing = sorted(set(lines) - found)
     if missing:
@@ -149,6 +174,8 @@ def narrow(spec: dict) -> dict:
                       layout={"bottom": {"anchor": "start", "direction": "vertical"}})
     cfg_axis = config.setdefault("axis", {})
     cfg_axis["labelLimit"] = min(cfg_axis.get("labelLimit", NARROW_LABEL_LIMIT), NARROW_LABEL_LIMIT)
+    # Ticks kept for a desktop's width crowd a phone's: of labels that would touch, one is left out.
+    cfg_axis.update(labelOverlap="greedy", labelSeparation=NARROW_LABEL_GAP)
     return out
 
 
@@ -156,16 +183,20 @@ def narrow(spec: dict) -> dict:
 # group, placed by a translation, whose background path spans the legend's width.
 _ORIGIN = re.compile(r'<svg\b[^>]*>\s*<g\b[^>]*?\stransform="translate\(([-\d.e]+)')
 _LEGEND = re.compile(r'class="mark-group role-legend"[^>]*>\s*<g transform="translate\(([-\d.e]+)[^"]*">'
-                     r'\s*<path class="background"[^>]*?\sd="M0,0h([-\d.e]+)')
+                     r'\s*<path class="background"[^>]*?\sd="M([-\d.e]+),[-\d.e]+h([-\d.e]+)')
 
 
 def legend_rights(svg: str) -> list[float]:
     """The right edge of each legend of a picture as vl-convert drew it (before the page's clean-up,
     theme.static_svg_colours, which drops the backgrounds that draw nothing), in the picture's
-    pixels, in the order Vega placed them."""
+    pixels, in the order Vega placed them. ValueError if a legend is drawn in a way this does not
+    read: a legend it cannot place is never taken to fit."""
     origin = _ORIGIN.search(svg)
     dx = float(origin.group(1)) if origin else 0.0
-    return [dx + float(x) + float(w) for x, w in _LEGEND.findall(svg)]
+    found = _LEGEND.findall(svg)
+    if len(found) != svg.count('class="mark-group role-legend"'):
+        raise ValueError("a legend of the narrow picture could not be placed (compute/layout.py, legend_rights)")
+    return [dx + float(x) + float(m) + float(w) for x, m, w in found]
 
 
 def fit_legends(spec: dict, rights: list[float], width: int = NARROW_WIDTH) -> dict | None:

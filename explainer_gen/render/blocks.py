@@ -82,16 +82,14 @@ def picture_frame(a: FigureArtifacts, anchor: str) -> str:
     one that suits the figure's width (layout.css).
 
     A frame's size follows from the column's width alone, so the browser can skip drawing a
-    picture that is off screen (`content-visibility`) without anything moving. The wide picture
-    scales down with the column and never up; the narrow one grows up to `NARROW_GROWTH` times
-    its width, which keeps its labels near their set size in a column between a phone's and the
-    width at which the wide picture takes over.
+    picture that is off screen (`content-visibility`) without anything moving. Each picture
+    scales down with the column and never up.
     """
     frames = []
-    for which, part, (width, height), grow in ((CLASS.wide, "picture", a.image_size, 1),
-                                                (CLASS.narrow, "picture-narrow", a.narrow_size, layout.NARROW_GROWTH)):
+    for which, part, (width, height) in ((CLASS.wide, "picture", a.image_size),
+                                          (CLASS.narrow, "picture-narrow", a.narrow_size)):
         frames.append(f'<div class="{CLASS.picture} {which}" style="aspect-ratio: {width} / {height}; '
-                      f'max-width: {round(width * grow)}px">{placeholder(part, anchor)}</div>')
+                      f'max-width: {width}px">{placeholder(part, anchor)}</div>')
     return f'<div class="{CLASS.pictures}">{"".join(frames)}</div>'
 
 

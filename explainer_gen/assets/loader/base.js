@@ -45,9 +45,13 @@ function fetchJSON(url) {
   return jsonCache.get(url);
 }
 
-// A figure is drawn in one of two layouts (explainer_gen/compute/layout.py): "narrow" when the
-// figure is narrower than FACTS.narrowBelow, as the page's CSS decides which static picture shows.
-function layoutFor(fig) { return fig.el.clientWidth < FACTS.narrowBelow ? "narrow" : "wide"; }
+// A figure is drawn in one of two layouts (explainer_gen/compute/layout.py). The page's CSS decides
+// which, by the figure's width: it shows the static picture of that layout and marks the view
+// "narrow" in a custom property, read here, so the live view always matches the picture (a
+// browser without container queries gets the wide layout in both).
+function layoutFor(fig) {
+  return getComputedStyle(fig.view).getPropertyValue(FACTS.layout.property).trim() === "narrow" ? "narrow" : "wide";
+}
 
 // The static picture the page displays for the figure's layout (the first, if none is displayed).
 function shownStill(fig) {

@@ -318,7 +318,9 @@ function printStates() {
       fig.built = fig.built || now;
       // The live view, in its layout, goes in every frame: whichever one the printed page's
       // width shows holds the reader's state. Each copy's ids get a prefix of its own.
-      now.forEach(function (still, i) { showPicture(still, pictureOf(fig.el.id + (i ? "-" + i : ""), text, still)); });
+      now.forEach(function (still, i) {
+        showPicture(still, pictureOf(fig.el.id + (i ? "-" + FACTS.layout.narrowPrefix : ""), text, still));
+      });
       fig.printed = at;
     }).catch(report);
   });

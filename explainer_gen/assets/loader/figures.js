@@ -68,38 +68,69 @@ function chartFonts() {
   return fontsReady;
 }
 
+// The figure's live view, made (or made again: another scheme, another layout) at the reader's
+// state. A later call for the same figure supersedes an earlier one still on its way, and what
+// the reader moved while the view was being made is applied to it once it is there.
 function embed(fig, gen) {
+  var token = fig.embedding = {};
   return Promise.all([fetchJSON(fig.url), chartFonts()]).then(function (got) {
     fig.payload = checked("figure " + fig.url, got[0]);
     describeFigure(fig);
     return dataFor(fig);
   }).then(function (cols) {
-    if (gen !== generation) return;
-    if (fig.result) { fig.result.finalize(); fig.result = null; }
-    var still = shownStill(fig);
-    var height = still ? still.getBoundingClientRect().height : 0;
-    if (height && !fig.view.style.minHeight) {
-      fig.view.style.minHeight = height + "px"; // keep the text below in place
+    if (gen !== generation || fig.embedding !== token) return;
+    var again = !!fig.result;
+    if (again) {
+      // Drawn again: the view keeps its height until the new one is drawn, so nothing below moves twice.
+      fig.view.style.minHeight = fig.view.getBoundingClientRect().height + "px";
+      fig.result.finalize();
+      fig.result = null;
+    } else {
+      var still = shownStill(fig);
+      var height = still ? still.getBoundingClientRect().height : 0;
+      if (height && !fig.view.style.minHeight) {
+        fig.view.style.minHeight = height + "px"; // keep the text below in place
+      }
     }
     fig.el.classList.add(CLS.live); // the view needs its width before Vega measures it
+    // The layout the page's CSS gives the figure, whose static picture it has shown (layoutFor).
+    fig.layout = layoutFor(fig);
     // Compiled to Vega at build time, so nothing is compiled here. The page's own controls
     // set the params that the Vega-Lite spec binds to range inputs.
-    // The layout the figure's width calls for, as its static picture was chosen (layoutFor).
-    fig.layout = layoutFor(fig);
     var spec = recolour(fig.layout === "narrow" ? fig.payload.narrow : fig.payload.vega, fig.payload.palette);
+    var made = { scenario: state.scenario, sliders: {} };
     spec.data.forEach(function (d) { if (d.name === "table") d.values = rows(cols); });
     (spec.signals || []).forEach(function (sig) {
-      if (fig.params.indexOf(sig.name) >= 0 && sig.name in state.sliders) sig.value = state.sliders[sig.name];
+      if (fig.params.indexOf(sig.name) >= 0 && sig.name in state.sliders) sig.value = made.sliders[sig.name] = state.sliders[sig.name];
     });
     // Canvas: a slider move redraws a bitmap instead of rebuilding hundreds of SVG nodes
     // (Vega scales it by devicePixelRatio, and redraws when that changes).
     var options = { mode: "vega", actions: false, renderer: "canvas", tooltip: { theme: scheme() } };
     return window.vegaEmbed(fig.view, spec, options).then(function (result) {
-      if (gen !== generation) { result.finalize(); return; }
+      if (gen !== generation || fig.embedding !== token) { result.finalize(); return; }
       name(fig);
       fig.result = result;
+      if (again) fig.view.style.minHeight = "";
+      catchUp(fig, made, gen);
+      if (fig.layout !== layoutFor(fig)) relayout(); // the width changed again meanwhile
     });
   });
+}
+
+// What the reader changed while the figure's view was being made (`made`: the scenario and the
+// sliders it was made at), applied to it.
+function catchUp(fig, made, gen) {
+  var view = fig.result.view, moved = false;
+  Object.keys(made.sliders).forEach(function (name) {
+    if (state.sliders[name] !== made.sliders[name]) { view.signal(name, state.sliders[name]); moved = true; }
+  });
+  if (moved) view.runAsync();
+  if (state.scenario !== made.scenario) {
+    dataFor(fig).then(function (cols) {
+      if (gen !== generation || !fig.result || fig.result.view !== view) return;
+      view.data("table", rows(cols)).runAsync();
+    }).catch(report);
+  }
 }
 
 // A canvas says nothing to a screen reader: the view is one image, named like the static
@@ -139,19 +170,22 @@ function retheme() {
   figures.forEach(function (fig) { if (fig.result) embed(fig, gen).catch(report); });
 }
 
-// A live figure whose width has crossed FACTS.narrowBelow (a phone turned, a window resized) is
-// drawn again in the layout its width now calls for, as the page's CSS has swapped its picture.
+// A live figure whose layout the page's CSS has changed (a phone turned, a window resized, so
+// the figure's width crossed the layouts' border) is drawn again in its new layout, one figure
+// per task. The figures are watched for it from the page's start (lifecycle.js, init).
 function relayout() {
   var gen = generation;
-  figures.forEach(function (fig) {
-    if (!fig.result || fig.layout === layoutFor(fig)) return;
-    fig.view.style.minHeight = ""; // the height it kept was the other layout's picture's
-    embed(fig, gen).catch(report);
-  });
+  var due = figures.filter(function (fig) { return fig.result && fig.layout !== layoutFor(fig); });
+  due.reduce(function (before, fig) {
+    return before.then(function () { return gen === generation ? embed(fig, gen).then(nextTask) : null; });
+  }, Promise.resolve()).catch(report);
 }
+
+var resized = window.ResizeObserver ? new ResizeObserver(function () { afterPause("relayout", PAUSE_MS, relayout); }) : null;
 
 // A new page: its figures are other elements; the ones left are let go.
 function resetFigures() {
+  if (resized) resized.disconnect();
   figures.forEach(function (fig) { if (fig.result) fig.result.finalize(); });
   figures = [];
   queue = [];

@@ -80,6 +80,7 @@ function init() {
              payload: null, result: null, params: params, wanted: false };
   });
   figures.forEach(addExports);
+  figures.forEach(function (fig) { if (resized) resized.observe(fig.el); }); // their layout: figures.js, relayout
   // Listen for a reader reaching for a figure from the start; what arrives before the
   // page's state is known is remembered and acted on once it is.
   figures.forEach(function (fig) {
@@ -134,7 +135,6 @@ function start(gen, root) {
 }
 
 new MutationObserver(retheme).observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
-window.addEventListener("resize", function () { afterPause("relayout", PAUSE_MS, relayout); }, { passive: true });
 window.explainerGen = {
   figures: function () { return figures.filter(function (f) { return f.result; }); },
   state: function () { return state; },

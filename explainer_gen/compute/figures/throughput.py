@@ -110,7 +110,7 @@ class BatchThroughput(FigureKind):
 
     def narrow(self, spec: dict) -> dict:
         # On a phone the ceiling's name, ending left of where it points, would run past the plot's left.
-        return overlay.narrow(spec, {CEILING: ["ceiling: every step", "at its floor"]})
+        return overlay.narrow(spec, {CEILING: ["ceiling:", "every step", "at its floor"]})
 
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
         rows = []

@@ -23,7 +23,6 @@ SHAPES = ["square", "square", "circle", "circle", "cross", "square", "diamond", 
 ROWS = ["Plain: weight reads", "Plain: tokens", "Speculative: passes", "Speculative: tokens"]
 # Between the headline's two parts; on a phone the headline breaks its line there instead.
 HEADLINE_BREAK = " · "
-LINE_PX = 15  # a line of 12 px text
 
 
 @lru_cache(maxsize=8)
@@ -122,10 +121,12 @@ class TokenTimeline(FigureKind):
     def narrow(self, spec: dict) -> dict:
         # On a phone the headline is two lines, plain decoding's time over speculative decoding's,
         # and the room above the lanes holds both.
+        added = 0
         for mark, layer in layout.text_marks(spec):
             if layer.get("encoding", {}).get("text", {}).get("field") == "label":
                 mark["lineBreak"] = HEADLINE_BREAK
-        spec["padding"] = {**spec["padding"], "top": spec["padding"]["top"] + LINE_PX}
+                added = layout.line_px(mark)
+        spec["padding"] = {**spec["padding"], "top": spec["padding"]["top"] + added}
         return spec
 
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
