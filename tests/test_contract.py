@@ -311,7 +311,7 @@ def test_the_real_loader_reads_the_facts_and_the_files_the_build_writes(site, pa
     the chart font."""
     html = (site / SPEC / "index.html").read_text()
     state = json.loads((site / SPEC / re.search(f'{ATTR.page}="([^"]+)"', html)[1]).resolve().read_text())
-    asked = {"a": 0.77, "k": 99}  # between two positions; past the end
+    asked = {"a": 0.79, "k": 99}  # between two positions; past the end
     page.goto(base_url + SPEC + "?" + "&".join(f"{k}={v}" for k, v in asked.items()))
     page.wait_for_function("() => window.explainerGen && window.explainerGen.state()")  # a link's state: at once
     assert page.evaluate("() => window.explainerGen.facts()") == contract.facts()
@@ -321,13 +321,15 @@ def test_the_real_loader_reads_the_facts_and_the_files_the_build_writes(site, pa
         s = _slider(name, g)
         expected[name] = (float(s.values()[max(0, min(s.count - 1, s.index_of(asked[name])))])
                           if name in asked else g["default"])
-    assert expected["a"] == 0.75 and expected["k"] == 8
+    assert expected["a"] == 0.8 and expected["k"] == 8
     loaded = page.evaluate("() => window.explainerGen.state()")
     assert loaded == {"scenario": state["default"], "sliders": expected}
     for name in asked:  # what the reader sees on the sliders
         slider = page.locator(f"input[{ATTR.param}={name}]").first
         assert float(slider.input_value()) == expected[name]
-        assert float(slider.locator("xpath=..").locator("output").inner_text()) == expected[name]
+        # written as the build writes it, to the slider's decimals ("0.80", not "0.8")
+        decimals = state["sliders"][name]["decimals"]
+        assert slider.locator("xpath=..").locator("output").inner_text() == f"{expected[name]:.{decimals}f}"
 
     shown = page.evaluate(f"""() => [...document.querySelectorAll('[{ATTR.num}]')]
         .map(e => [e.getAttribute('{ATTR.num}'), e.textContent])""")

@@ -13,6 +13,13 @@ function snap(s, value) {
   return +(s.min + positionOf(s, value) * s.step).toFixed(s.decimals);
 }
 
+// A slider's value as its <output> shows it: to the slider's decimals, as the build wrote it
+// (render/blocks.py, controls_html), so "0.80" stays "0.80" when the reader moves it.
+function shownValue(name, value) {
+  var s = page && page.sliders[name];
+  return s ? (+value).toFixed(s.decimals) : String(value);
+}
+
 // The scenario whose switch choices match the selects, by key (Scenario.key in
 // explainer_gen/sources/controls.py, which explainer_gen/client/contract.py writes).
 function scenarioFromSelects() {
@@ -136,7 +143,7 @@ function showControls() {
     inputs(name).forEach(function (input) {
       input.value = state.sliders[name];
       var out = input.parentNode.querySelector("output");
-      if (out) out.textContent = input.value;
+      if (out) out.textContent = shownValue(name, input.value);
     });
   });
 }

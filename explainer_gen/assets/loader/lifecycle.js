@@ -16,7 +16,7 @@ function onInput(event) {
   inputs(name).forEach(function (other) {
     if (other !== input) other.value = value;
     var out = other.parentNode.querySelector("output");
-    if (out) out.textContent = other.value;
+    if (out) out.textContent = shownValue(name, other.value);
   });
   var own = input.closest(dot(CLS.figure));
   figures.forEach(function (fig) {
