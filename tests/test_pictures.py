@@ -260,12 +260,20 @@ def outside(t: dict, box: dict) -> dict[str, float]:
 DRAWN_LAYOUT = """f => { const x = window.explainerGen.figures().find(x => x.el === f), m = f.querySelector('.eg-view .marks');
   return !!x && !!m && x.result.view.width() > 0 && Math.abs(m.getBoundingClientRect().width - f.clientWidth) < 2
     && x.layout; }"""
+# What was drawn: the live view's height, and each layout's static picture's height as built
+# (its frame's aspect ratio, "688 / 403"), which a view of that layout in a column of the
+# picture's width or wider has (the plot keeps its height: layout.py).
+HEIGHTS = """f => ({view: f.querySelector('.eg-view .marks').getBoundingClientRect().height,
+  built: Object.fromEntries([...f.querySelectorAll('.eg-picture')].map(p =>
+    [p.classList.contains('eg-narrow') ? 'narrow' : 'wide', +p.style.aspectRatio.split('/')[1]]))})"""
 
 
 def test_a_live_figure_takes_the_layout_of_its_new_width_when_the_window_turns(site, base_url, browser):
     """A live figure on a phone-wide window is drawn in the narrow layout; the window widened (a
     phone turned, a window resized), it is drawn again in the wide one, and narrowed, in the narrow
-    one again, each time with every label inside the view and readable."""
+    one again, each time with that layout's height (what was drawn, not only what the loader
+    says) and every label inside the view and readable. Moved and printed there, both frames hold
+    the moved state's picture, and the one the narrow column shows is the narrow frame's."""
     context = browser.new_context(viewport={"width": PHONE[0], "height": PHONE[1]})
     page = context.new_page()
     problems: list[str] = []
@@ -276,7 +284,21 @@ def test_a_live_figure_takes_the_layout_of_its_new_width_when_the_window_turns(s
         for width, want in ((PHONE[0], "narrow"), (DESKTOP[0], "wide"), (PHONE[0], "narrow")):
             page.set_viewport_size({"width": width, "height": PHONE[1]})
             page.wait_for_function(f"f => ({DRAWN_LAYOUT})(f) === '{want}'", arg=fig.element_handle(), timeout=10_000)
+            heights = fig.evaluate(HEIGHTS)
+            if abs(heights["view"] - heights["built"][want]) > 0.5:
+                problems.append(f"first figure at {width} px: drawn {heights['view']:.1f} px tall, its {want} "
+                                f"picture {heights['built'][want]} px")
             problems += live_label_problems(fig.evaluate(LIVE_LOOK), f"first figure at {width} px")
+        built = fig.evaluate("f => [...f.querySelectorAll('svg.eg-static')].map(s => s.innerHTML)")
+        slider = fig.get_by_role("slider").first
+        slider.focus()
+        page.keyboard.press("End")
+        page.emulate_media(media="print")
+        page.wait_for_function("([f, built]) => [...f.querySelectorAll('svg.eg-static')].every((s, i) => s.innerHTML !== built[i])",
+                               arg=[fig.element_handle(), built], timeout=10_000)
+        shown = fig.evaluate("f => [...f.querySelectorAll('.eg-picture')].filter(p => p.getClientRects().length).map(p => p.className)")
+        if shown != [f"{CLASS.picture} {CLASS.narrow}"]:
+            problems.append(f"printed at {PHONE[0]} px, the figure shows the frames {shown}")
     finally:
         context.close()
     assert not problems, "\n".join(problems)

@@ -35,8 +35,9 @@ function rows(cols) {
   return out;
 }
 
-function dataFor(fig) {
-  var p = fig.payload, key = p.map[state.scenario] || p.default;
+// The figure's rows for `scenario` (the reader's, by default).
+function dataFor(fig, scenario) {
+  var p = fig.payload, key = p.map[scenario === undefined ? state.scenario : scenario] || p.default;
   if (key === p.default) return Promise.resolve(p.data);
   // A variant file holds several scenarios' rows by key (contract.variant_files).
   return fetchJSON(new URL(p.variants[key], fig.url).href).then(function (rows) {
@@ -73,19 +74,21 @@ function chartFonts() {
 // the reader moved while the view was being made is applied to it once it is there.
 function embed(fig, gen) {
   var token = fig.embedding = {};
+  var made = { scenario: null, sliders: {}, scheme: null }; // the state the view is made at
   return Promise.all([fetchJSON(fig.url), chartFonts()]).then(function (got) {
     fig.payload = checked("figure " + fig.url, got[0]);
     describeFigure(fig);
-    return dataFor(fig);
+    made.scenario = state.scenario;
+    return dataFor(fig, made.scenario);
   }).then(function (cols) {
     if (gen !== generation || fig.embedding !== token) return;
-    var again = !!fig.result;
-    if (again) {
+    if (fig.result) {
       // Drawn again: the view keeps its height until the new one is drawn, so nothing below moves twice.
       fig.view.style.minHeight = fig.view.getBoundingClientRect().height + "px";
+      fig.holding = true;
       fig.result.finalize();
       fig.result = null;
-    } else {
+    } else if (!fig.holding) {
       var still = shownStill(fig);
       var height = still ? still.getBoundingClientRect().height : 0;
       if (height && !fig.view.style.minHeight) {
@@ -98,7 +101,7 @@ function embed(fig, gen) {
     // Compiled to Vega at build time, so nothing is compiled here. The page's own controls
     // set the params that the Vega-Lite spec binds to range inputs.
     var spec = recolour(fig.layout === "narrow" ? fig.payload.narrow : fig.payload.vega, fig.payload.palette);
-    var made = { scenario: state.scenario, sliders: {} };
+    made.scheme = scheme();
     spec.data.forEach(function (d) { if (d.name === "table") d.values = rows(cols); });
     (spec.signals || []).forEach(function (sig) {
       if (fig.params.indexOf(sig.name) >= 0 && sig.name in state.sliders) sig.value = made.sliders[sig.name] = state.sliders[sig.name];
@@ -110,9 +113,18 @@ function embed(fig, gen) {
       if (gen !== generation || fig.embedding !== token) { result.finalize(); return; }
       name(fig);
       fig.result = result;
-      if (again) fig.view.style.minHeight = "";
+      if (fig.holding) { fig.view.style.minHeight = ""; fig.holding = false; }
+      // The scheme or the width changed meanwhile: made again; else what the reader moved, applied.
+      if (made.scheme !== scheme() || fig.layout !== layoutFor(fig)) return embed(fig, gen);
       catchUp(fig, made, gen);
-      if (fig.layout !== layoutFor(fig)) relayout(); // the width changed again meanwhile
+    }, function (err) {
+      // No view: the figure shows its picture again, and a reader's next reach tries anew.
+      if (fig.embedding === token) {
+        fig.el.classList.remove(CLS.live);
+        fig.view.style.minHeight = "";
+        fig.holding = fig.queued = false;
+      }
+      throw err;
     });
   });
 }
@@ -175,9 +187,11 @@ function retheme() {
 // per task. The figures are watched for it from the page's start (lifecycle.js, init).
 function relayout() {
   var gen = generation;
-  var due = figures.filter(function (fig) { return fig.result && fig.layout !== layoutFor(fig); });
-  due.reduce(function (before, fig) {
-    return before.then(function () { return gen === generation ? embed(fig, gen).then(nextTask) : null; });
+  // A figure with no box (hidden in a closed block) has no layout to change to: it is looked at
+  // again when it shows, as the observer then reports its new size.
+  function due(fig) { return fig.result && fig.el.getClientRects().length && fig.layout !== layoutFor(fig); }
+  figures.filter(due).reduce(function (before, fig) {
+    return before.then(function () { return gen === generation && due(fig) ? embed(fig, gen).then(nextTask) : null; });
   }, Promise.resolve()).catch(report);
 }
 
