@@ -34,7 +34,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from explainer_gen.compute import layout
 from explainer_gen.names import CLASS
 from explainer_gen.theme import FONT_FAMILY, PALETTE
-from helpers import LABELS_IN_VIEW, live_label_colour, screenshot_rgb
+from helpers import LABELS_IN_VIEW, LIVE_TEXTS, live_label_colour, screenshot_rgb
 
 DESKTOP, PHONE = (1280, 900), (390, 844)
 SCREENS = {
@@ -237,6 +237,43 @@ def figures_gone_live(page, base_url: str, paths: list[str], scheme: str, phone:
             problems += after_page(path)
 
 
+# A live figure's labels with each of its sliders at either end (the others where they are), read
+# as LIVE_LOOK reads them (`texts`, and the view's box in `shown`), each slider then put back: a
+# label that follows the data (a note beside a moving point) must stay readable there too.
+AT_THE_ENDS = """async f => {
+  const x = window.explainerGen.figures().find(x => x.el === f), out = [];
+  const set = async (input, value) => {
+    input.value = value;
+    input.dispatchEvent(new Event('input', {bubbles: true}));
+    await x.result.view.runAsync();
+    await new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)));
+  };
+  for (const input of f.querySelectorAll('.eg-controls input[type=range]')) {
+    const was = input.value;
+    for (const end of ['max', 'min']) {
+      await set(input, input[end]);
+      const r = f.querySelector('.eg-view .marks').getBoundingClientRect();
+      out.push([input.getAttribute('data-eg-param'), end, {texts: (TEXTS)(f),
+                shown: [{kind: 'live', left: r.left, top: r.top, right: r.right, bottom: r.bottom}]}]);
+    }
+    await set(input, was);
+  }
+  return out;
+}""".replace("TEXTS", LIVE_TEXTS)
+
+
+def ends_problems(page, path: str) -> list[str]:
+    """On a page whose figures are all live (moving a slider that several figures share brings
+    them all to life): each figure's labels with each of its sliders at either end (AT_THE_ENDS),
+    as live_label_problems judges them; the sliders are back where they were after."""
+    problems = []
+    for fig in page.locator(".eg-figure[data-eg-figure]").all():
+        name = f"{path}#{fig.get_attribute('id')}"
+        for param, end, look in fig.evaluate(AT_THE_ENDS):
+            problems += live_label_problems(look, f"{name} with {param} at its {end}")
+    return problems
+
+
 def live_label_problems(look: dict, name: str) -> list[str]:
     """Every label of the live view, as LIVE_LOOK read it, is drawn at a font size of at least
     MIN_LABEL_PX CSS px and lies inside the view's box (1 px tolerance): none is cut off."""
@@ -358,6 +395,8 @@ def test_each_figure_displays_one_picture_before_and_after_it_goes_live(site, ba
     try:
         def after_page(path):
             found = page_is_clean(page, watch, path, axe)
+            if scheme == "light":  # where labels go is the same in either scheme
+                found += ends_problems(page, path)
             return found if phone else found + printed_problems(page, path)
         for name, fig, live in figures_gone_live(page, base_url, built_pages(site), scheme, phone, problems,
                                                  after_page):

@@ -31,6 +31,7 @@ SHOWN = (1, 16, 256, 4096, 32768)
 PHASES = {"prefill": "prefill, per prompt token", "decode": "decode, per generated token"}
 AXIS_VALUES = [1, 8, 64, 512, 4096, 32768]
 LABELLED = 16  # the prompt length at which the estimate and the floor are named, where measured points are drawn
+GAP_TAIL = "× as long per token"  # the end of the gap's words, after its ratio
 
 
 def _time(seconds: float) -> str:
@@ -104,7 +105,7 @@ class PrefillVsDecode(FigureKind):
         at = base.transform_filter(follows(["prefill-at", "decode-at"], [prompt]))
         dots = at.mark_point(size=120, filled=True, opacity=1).encode(x=x, y=y, color=phase, tooltip=tooltip)
         gap = base.transform_filter(follows(["gap"], [prompt])).transform_calculate(
-            label="'decode takes ' + format(datum.ratio, ',.0f') + '× as long per token'")
+            label="'decode takes ' + format(datum.ratio, ',.0f') + '" + GAP_TAIL + "'")
         gap_rule = gap.mark_rule(strokeWidth=1.5, color=colour("fg")).encode(x=x, y=y, y2="ms_decode:Q")
         # Below the decode line and left of the point, so that it stays inside the plot at the longest
         # prompts and clear of the prefill line at the shortest.
@@ -134,7 +135,8 @@ class PrefillVsDecode(FigureKind):
                 .add_params(*slider_params(sliders)).properties(height=320))
 
     def narrow(self, spec: dict) -> dict:
-        return overlay.narrow(spec)
+        # The gap's words, ending left of its rule, need less width on a phone at the shortest prompts.
+        return overlay.narrow(spec, {GAP_TAIL: ["×", GAP_TAIL[2:]]})
 
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
         acc, m, n = r.acc, r.target, r.cards

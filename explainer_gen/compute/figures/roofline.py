@@ -22,6 +22,20 @@ from .longform import follows, part, stack
 PHASE_LABELS = {"prefill": "prefill", "decode": "decode"}
 STATIC = ["roof", "ridge"]
 INTENSITY_RANGE = (1.0, 1e4)  # FLOP per byte: decode at batch one up to long prefills
+# The prompt above which the prefill point is named on its left: at the default (2,048 tokens) a
+# phone's plot still has room for the name on its right; at the longest prompts it has not.
+PREFILL_NAME_FLIPS = 2048
+
+
+def point_names(moving: alt.Chart, dx: float, dy: float, **encoding) -> list[alt.Chart]:
+    """The names of the prefill and decode points (rows of `moving`, `what` naming each), `dx` right
+    of each point; the prefill point's left of it at the longest prompts (PREFILL_NAME_FLIPS),
+    which bring it near the plot's right edge (on a phone's width, within a name's length of it)."""
+    left = f"prompt > {PREFILL_NAME_FLIPS}"
+    decode = moving.transform_filter("datum.what == 'decode'").mark_text(dx=dx, dy=dy, align="left")
+    prefill = moving.transform_filter("datum.what == 'prefill'").mark_text(
+        dx=alt.ExprRef(f"{left} ? {-dx} : {dx}"), dy=dy, align=alt.ExprRef(f"{left} ? 'right' : 'left'"))
+    return [each.encode(**encoding) for each in (prefill, decode)]
 
 
 def phase_filter(sliders: dict[str, Slider], static: list[str]) -> str:
@@ -78,8 +92,8 @@ class Roofline(FigureKind):
                    alt.Tooltip("intensity:Q", title="FLOP/byte", format=",.0f"),
                    alt.Tooltip("tflops:Q", title="TFLOP/s per card", format=",.1f")]
         dots = moving.mark_point(size=140, filled=True, opacity=1).encode(x=x, y=y, color=color, tooltip=tooltip)
-        labels = moving.mark_text(dx=10, dy=10, align="left").encode(x=x, y=y, text="what:N", color=color)
-        return (alt.layer(roof, ridge_dot, ridge_text, dots, labels)
+        labels = point_names(moving, dx=10, dy=10, x=x, y=y, text="what:N", color=color)
+        return (alt.layer(roof, ridge_dot, ridge_text, dots, *labels)
                 .add_params(*slider_params(sliders)).properties(height=320))
 
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:

@@ -148,8 +148,9 @@ class _Latency(FigureKind):
                      alt.Tooltip("rate:Q", title="requests/s"), alt.Tooltip("ms:Q", title="ms", format=",.0f")])
         goal = base.transform_filter("datum.what == 'objective'")
         rule = goal.mark_rule(strokeDash=[2, 3], color=colour("muted")).encode(y="p99:Q")
+        # Under its line: at a setting where every latency is lower, the line is the plot's top edge.
         text = goal.transform_calculate(label="'objective for the p99: ' + format(datum.p99, ',.0f') + ' ms'").mark_text(
-            align="left", baseline="bottom", dy=-3, color=colour("muted")).encode(
+            align="left", baseline="top", dy=3, color=colour("muted")).encode(
             x=alt.datum(0.3), y="p99:Q", text="label:N")
         # Published means of this setup (overlay), each with its own estimate, for its own traffic, as
         # a bar over its band: the lines are the page's traffic with every pass at its floor.

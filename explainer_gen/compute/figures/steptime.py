@@ -22,7 +22,7 @@ from ...theme import colour
 from .base import alt, Column, Columns, FigureKind, register, rows_at, slider_params, table_data, TableView
 from .longform import part, stack
 from ..sliders import PHASE_SLIDERS
-from .roofline import phase_filter, phase_pass
+from .roofline import phase_filter, phase_pass, point_names
 
 TOKENS_RANGE = (1.0, 16384.0)
 LINES = {"memory": "weight read (bandwidth floor)", "compute": "arithmetic (compute slope)",
@@ -103,8 +103,8 @@ class StepTime(FigureKind):
         dots = moving.mark_point(size=140, filled=True, opacity=1, color=colour("fg")).encode(
             x=x, y=y, shape=alt.Shape("what:N", title="Phase", scale=alt.Scale(domain=["prefill", "decode"])),
             tooltip=tooltip)
-        labels = moving.mark_text(dx=8, dy=-12, align="left").encode(x=x, y=y, text="what:N")
-        return (alt.layer(guides, band, step, ridge_dot, ridge_text, dots, labels)
+        labels = point_names(moving, dx=8, dy=-12, x=x, y=y, text="what:N")
+        return (alt.layer(guides, band, step, ridge_dot, ridge_text, dots, *labels)
                 .resolve_scale(color="shared").add_params(*slider_params(sliders)).properties(height=320))
 
     def table(self, cols: Columns, r: Resolved, sliders: dict[str, Slider]) -> TableView:
