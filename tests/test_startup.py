@@ -224,19 +224,22 @@ def restyles_after_bundle(browser, url: str, **options) -> tuple[list[str], int]
 def test_negative_control_the_theme_alone_restyles_the_whole_page(browser, base_url, site):
     """The trace sees each kind of restyle the theme alone makes: its change of the platform
     colours on every load, and its style passes over most of the page (five on every load of a
-    quiet machine, and under three busy processes). Once, in a full run of the browser tier on two
-    busy cores, a load's trace held one such pass and missed the restyle of the body, a cause not
-    found. A negative control shows that the count can see the passes, so a page is loaded up to
-    three times and must show three or more on at least one load."""
+    quiet machine, and under three busy processes). In full runs of the browser tier on two busy
+    cores, a load's trace has twice held one such pass, or none, and missed the change of the
+    platform colours (stops 48 and 49; a cause not found: the trace, not the page, since the
+    theme's code is the same on every load). A negative control shows that the trace can see
+    both, so a page is loaded up to three times and must show the colours' change and three or
+    more large passes on at least one load."""
     for path in figure_pages(site)[:2]:
-        most = 0
+        most, colours, seen = 0, False, []
         for _ in range(3):
             found, large = restyles_after_bundle(browser, direct(base_url + path), undo=theme_only)
-            assert "platform colours changed" in found, (path, found, large)
+            seen.append((found, large))
+            colours = colours or "platform colours changed" in found
             most = max(most, large)
-            if most >= 3:
+            if colours and most >= 3:
                 break
-        assert most >= 3, (path, found, most)
+        assert colours and most >= 3, (path, seen)
     # Without their boxes, the theme's re-wrapping of the tables restyles the whole article.
     path = next(p for p in figure_pages(site) if '<div class="eg-table-box">' in (site / p / "index.html").read_text())
     found, _ = restyles_after_bundle(browser, direct(base_url + path), undo=unboxed)
