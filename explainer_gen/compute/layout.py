@@ -67,18 +67,23 @@ def css() -> str:
             f"{fig} {frame}.{CLASS.narrow} {{ display: block; }} {fig} {view} {{ {LAYOUT_PROPERTY}: narrow; }} }}\n")
 
 
+def _nodes(node):
+    """Every dict in a Vega-Lite spec, the spec itself first: the one walk of the spec's tree that
+    the changes below make their way through (legends, axes, layers and their text marks)."""
+    if isinstance(node, dict):
+        yield node
+        for value in list(node.values()):
+            yield from _nodes(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _nodes(value)
+
+
 def _each(node, key: str, visit) -> None:
     """Call `visit` on every dict held under `key` anywhere in a Vega-Lite spec (`legend`: the
     encodings' legend definitions; `axis`: their axes')."""
-    if isinstance(node, dict):
-        for name, value in node.items():
-            if name == key and isinstance(value, dict):
-                visit(value)
-            else:
-                _each(value, key, visit)
-    elif isinstance(node, list):
-        for value in node:
-            _each(value, key, visit)
+    for found in [d[key] for d in _nodes(node) if isinstance(d.get(key), dict)]:
+        visit(found)
 
 
 # Where a text mark of a narrow chart starts a new line (`break_lines`), and the space Vega leaves
@@ -95,18 +100,12 @@ def line_px(mark: dict) -> float:
 def text_marks(node):
     """Every text mark's definition in a Vega-Lite spec (a `mark` given as a string becomes a dict
     in place, so that what is yielded can be changed), with the layer that holds it."""
-    if isinstance(node, dict):
-        mark = node.get("mark")
-        if mark == "text":
-            node["mark"] = mark = {"type": "text"}
+    for layer in list(_nodes(node)):
+        if layer.get("mark") == "text":
+            layer["mark"] = {"type": "text"}
+        mark = layer.get("mark")
         if isinstance(mark, dict) and mark.get("type") == "text":
-            yield mark, node
-        for key, value in node.items():
-            if key != "mark":
-                yield from text_marks(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from text_marks(value)
+            yield mark, layer
 
 
 def break_lines(spec: dict, lines: dict[str, list[str]]) -> dict:
@@ -120,28 +119,19 @@ def break_lines(spec: dict, lines: dict[str, list[str]]) -> dict:
         if " ".join(parts) != text:
             raise ValueError(f"the lines {parts!r} do not make the text {text!r}")
     found = set()
-
-    def walk(node):
-        if isinstance(node, dict):
-            added = 0
-            for step in node.get("transform", []) if isinstance(node.get("transform"), list) else []:
-                if isinstance(step, dict) and isinstance(step.get("calculate"), str):
-                    for text, parts in lines.items():
-                        quoted = "'" + text + "'"
-                        if quoted in step["calculate"]:
-                            step["calculate"] = step["calculate"].replace(quoted, "'" + "\\n".join(parts) + "'")
-                            found.add(text)
-                            added = max(added, len(parts) - 1)
-            mark = node.get("mark")
-            if added and isinstance(mark, dict) and mark.get("type") == "text" and mark.get("baseline") == "bottom":
-                mark["dy"] = mark.get("dy", 0) - added * line_px(mark)
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(spec)
+    for layer in list(_nodes(spec)):
+        added = 0
+        steps = layer.get("transform") if isinstance(layer.get("transform"), list) else []
+        for step in (t for t in steps if isinstance(t, dict) and isinstance(t.get("calculate"), str)):
+            for text, parts in lines.items():
+                quoted = "'" + text + "'"
+                if quoted in step["calculate"]:
+                    step["calculate"] = step["calculate"].replace(quoted, "'" + "\\n".join(parts) + "'")
+                    found.add(text)
+                    added = max(added, len(parts) - 1)
+        mark = layer.get("mark")
+        if added and isinstance(mark, dict) and mark.get("type") == "text" and mark.get("baseline") == "bottom":
+            mark["dy"] = mark.get("dy", 0) - added * line_px(mark)
     missing = sorted(set(lines) - found)
     if missing:
         raise ValueError(f"the chart writes no text {missing[0]!r} to break over lines")
