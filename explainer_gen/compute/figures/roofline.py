@@ -22,16 +22,17 @@ from .longform import follows, part, stack
 PHASE_LABELS = {"prefill": "prefill", "decode": "decode"}
 STATIC = ["roof", "ridge"]
 INTENSITY_RANGE = (1.0, 1e4)  # FLOP per byte: decode at batch one up to long prefills
-# The prompt above which the prefill point is named on its left: at the default (2,048 tokens) a
-# phone's plot still has room for the name on its right; at the longest prompts it has not.
-PREFILL_NAME_FLIPS = 2048
+# The prompt above which the prefill point is named on its left: the prompt slider's starting
+# position, at which a phone's plot still has room for the name on its right (at the longest
+# prompts it has not). Read from the slider, so a new default moves the flip with it.
+PREFILL_NAME_FLIPS = PHASE_SLIDERS["prompt"].default
 
 
 def point_names(moving: alt.Chart, dx: float, dy: float, **encoding) -> list[alt.Chart]:
     """The names of the prefill and decode points (rows of `moving`, `what` naming each), `dx` right
     of each point; the prefill point's left of it at the longest prompts (PREFILL_NAME_FLIPS),
     which bring it near the plot's right edge (on a phone's width, within a name's length of it)."""
-    left = f"prompt > {PREFILL_NAME_FLIPS}"
+    left = f"prompt > {PREFILL_NAME_FLIPS:g}"
     decode = moving.transform_filter("datum.what == 'decode'").mark_text(dx=dx, dy=dy, align="left")
     prefill = moving.transform_filter("datum.what == 'prefill'").mark_text(
         dx=alt.ExprRef(f"{left} ? {-dx} : {dx}"), dy=dy, align=alt.ExprRef(f"{left} ? 'right' : 'left'"))
