@@ -1,4 +1,9 @@
-"""In Chromium: no page scrolls sideways, and a citation or glossary card stays in the window.
+"""In Chromium: no page shifts as it loads or scrolls sideways, and a citation or glossary card
+stays in the window.
+
+Issue 39: the theme's palette switch, drawn in a first frame before the rest of the header had
+arrived, moved when the search did: a layout shift on every page. Each page load here counts
+every shift no input caused (SHIFTS), on every screen and both hosts, and there must be none.
 
 Issue 11: hidden cards used to be laid out past the right edge of the text column, so two
 pages were wider than a 1280 px window. Every built page is loaded on a desktop and on a
@@ -95,10 +100,21 @@ def without_anchor_positioning(css: str) -> tuple[str, int]:
     return "".join(out) + css[i:], removed
 
 
+# Every layout shift of the page that no input of the reader's caused, from the start of its load,
+# with what moved (the Layout Instability API, as Lighthouse's CLS counts them).
+SHIFTS = """window.__egShifts = [];
+new PerformanceObserver(list => { for (const e of list.getEntries()) if (!e.hadRecentInput) __egShifts.push({
+  value: e.value, at: Math.round(e.startTime), moved: e.sources.map(s => s.node && s.node.nodeType === 1
+    ? s.node.tagName.toLowerCase() + '.' + [...s.node.classList].join('.') : String(s.node)) }); })
+  .observe({type: 'layout-shift', buffered: true});"""
+PAINTED = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => done(__egShifts))))"
+
+
 @pytest.fixture(params=["desktop", "desktop-without-anchors", "phone"])
 def screen(request, browser):
     width, height = PHONE if request.param == "phone" else DESKTOP
     context = browser.new_context(viewport={"width": width, "height": height})
+    context.add_init_script(SHIFTS)
     pg = context.new_page()
     pg.anchored = request.param == "desktop"
     pg.stripped = None   # how many blocks were taken out of the style sheet, when asked to
@@ -114,9 +130,13 @@ def screen(request, browser):
 
 
 def load(pg, url: str) -> None:
+    """Load the page; nothing on it moves while it loads and its fonts arrive (no layout shift,
+    counted to two frames after both)."""
     pg.goto(url, wait_until="load")
     pg.evaluate("() => document.fonts.ready.then(() => true)")
     assert pg.stripped is None or pg.stripped > 0, "the style sheet has no anchor positioning to take out"
+    shifts = pg.evaluate(PAINTED)
+    assert shifts == [], f"{url}: layout shifts while the page loads: {shifts}"
 
 
 def assert_no_sideways_scroll(pg, where: str) -> None:
@@ -183,7 +203,8 @@ def cards_shown_by_the_keyboard(screen, url: str) -> None:
 
 
 def test_no_page_scrolls_sideways_and_every_card_stays_in_the_window(site, base_url, screen):
-    """One load of every page on each screen: it does not scroll sideways; then, on a page with
+    """One load of every page on each screen: nothing on it shifts as it loads, and it does not
+    scroll sideways; then, on a page with
     cards, each card shown by the pointer, and then each shown by the keyboard, stays in the
     window."""
     checked, with_cards = 0, set(pages_with_cards(site))

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import pytest
 
-from explainer_gen.render.chrome import OUR_FORM, PALETTE_FORM, Chrome
+from explainer_gen.render.chrome import PALETTE_FORM, REVEAL, WAITING_FORM, Chrome
 from helpers import direct, figure_pages, mark_document, route_fetch, same_document, site_pages
 
 pytestmark = pytest.mark.hosts()
@@ -28,8 +28,8 @@ BUNDLE = re.compile(r"assets/javascripts/bundle\.[0-9a-f]+\.min\.js")
 def theme_only(page_html: str) -> str:
     """The page without what chrome.py adds: the theme's own palette component and start-up."""
     out = page_html.replace(f"<script>{CHROME.start}</script>", "").replace(f"<script>{CHROME.palette}</script>", "")
-    out = out.replace(OUR_FORM, PALETTE_FORM)
-    assert out != page_html and OUR_FORM not in out and CHROME.palette not in out, "chrome.py's additions not found"
+    out = out.replace(WAITING_FORM, PALETTE_FORM).replace(REVEAL, "")
+    assert out != page_html and WAITING_FORM not in out and CHROME.palette not in out, "chrome.py's additions not found"
     return out
 
 

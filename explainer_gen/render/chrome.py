@@ -15,6 +15,14 @@ header's palette form, in place of the theme's own inline palette script, whose 
 The form loses its `data-md-component="palette"`, so the bundle mounts no palette of its own.
 A page whose theme shows none of these keeps what it has. Chrome.apply also names Material's
 search dialog, which screen readers would otherwise announce blank.
+
+The palette form also waits, hidden, for the rest of the header (issue 39). The header is a row
+whose title takes the room the other parts leave, and the form comes before the search. A first
+frame drawn while the page was still arriving (the browser draws what it has parsed) showed the
+switch at the right edge, and the search, parsed next, pushed it left: a layout shift on every
+page. Hidden, the form has no box to move; a script at the header's end shows it, which takes room
+from the title and moves nothing. Without JavaScript the form shows nothing anyway (the theme
+hides its buttons until its script runs).
 (The fourth cost, Material re-inserting each Markdown table to wrap it, is met by the
 Markdown extension, which gives each table a box of its own: markdown_ext.py.)
 """
@@ -26,6 +34,11 @@ from ..cache import PACKAGE_ROOT
 
 PALETTE_FORM = '<form class="md-header__option" data-md-component="palette">'
 OUR_FORM = '<form class="md-header__option" data-eg-palette>'
+# Ours in a header, hidden until REVEAL, at the header's end, has run (see the module's docstring).
+# (Not by `hidden`: the theme's `display: flex` for the class outranks the browser's own rule for it.)
+WAITING_FORM = '<form class="md-header__option" data-eg-palette style="display: none">'
+REVEAL = '<script>document.querySelector("form[data-eg-palette]").removeAttribute("style")</script>'
+HEADER_END = "</header>"
 # The palette form, then the theme's inline script that applies the stored palette (if present).
 _FORM = re.compile(re.escape(PALETTE_FORM) + r"(?P<inputs>.*?)</form>"
                    r"(?P<gap>\s*)(?P<script><script>[^<]*__md_get\(\"__palette\"\)[^<]*</script>)?", re.S)
@@ -63,8 +76,16 @@ class Chrome:
         if _HTML_TAG.search(page_html) and "</head>" in page_html and self.start not in page_html:
             page_html = page_html.replace("</head>", f"<script>{self.start}</script></head>", 1)
             page_html = _BUNDLE.sub(lambda m: m[0] + RESTORE, page_html, count=1)
-        return _FORM.sub(lambda m: f"{OUR_FORM}{m['inputs']}</form>{m['gap']}<script>{self.palette}</script>",
-                         page_html, count=1)
+        m = _FORM.search(page_html)
+        if not m:
+            return page_html
+        end = page_html.find(HEADER_END, m.end())
+        form = f"{WAITING_FORM if end >= 0 else OUR_FORM}{m['inputs']}</form>{m['gap']}<script>{self.palette}</script>"
+        rest = page_html[m.end():]
+        if end >= 0:
+            at = end - m.end()
+            rest = rest[:at] + REVEAL + rest[at:]
+        return page_html[:m.start()] + form + rest
 
 
-__all__ = ["Chrome", "PALETTE_FORM", "OUR_FORM"]
+__all__ = ["Chrome", "PALETTE_FORM", "OUR_FORM", "WAITING_FORM", "REVEAL"]
