@@ -750,6 +750,10 @@ LIVE_TEXTS = """f => {
   return out;
 }"""
 
+# Resolves once the page has drawn two more frames: whatever changed before it has been laid out
+# and painted, and what observes a frame (the layout shifts' observer) has reported on it.
+PAINTED = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"
+
 BACKGROUND = "() => getComputedStyle(document.body).backgroundColor.match(/\\d+/g).slice(0, 3).map(Number)"
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import route_fetch, tab_to_each
+from helpers import PAINTED, route_fetch, tab_to_each
 
 pytestmark = pytest.mark.hosts()  # on both hosts' builds (tests/conftest.py)
 
@@ -107,7 +107,7 @@ new PerformanceObserver(list => { for (const e of list.getEntries()) if (!e.hadR
   value: e.value, at: Math.round(e.startTime), moved: e.sources.map(s => s.node && s.node.nodeType === 1
     ? s.node.tagName.toLowerCase() + '.' + [...s.node.classList].join('.') : String(s.node)) }); })
   .observe({type: 'layout-shift', buffered: true});"""
-PAINTED = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => done(__egShifts))))"
+SHIFTS_SO_FAR = "async () => { await (PAINTED)(); return window.__egShifts; }".replace("PAINTED", PAINTED)
 
 
 @pytest.fixture(params=["desktop", "desktop-without-anchors", "phone"])
@@ -135,7 +135,7 @@ def load(pg, url: str) -> None:
     pg.goto(url, wait_until="load")
     pg.evaluate("() => document.fonts.ready.then(() => true)")
     assert pg.stripped is None or pg.stripped > 0, "the style sheet has no anchor positioning to take out"
-    shifts = pg.evaluate(PAINTED)
+    shifts = pg.evaluate(SHIFTS_SO_FAR)
     assert shifts == [], f"{url}: layout shifts while the page loads: {shifts}"
 
 
@@ -204,9 +204,8 @@ def cards_shown_by_the_keyboard(screen, url: str) -> None:
 
 def test_no_page_scrolls_sideways_and_every_card_stays_in_the_window(site, base_url, screen):
     """One load of every page on each screen: nothing on it shifts as it loads, and it does not
-    scroll sideways; then, on a page with
-    cards, each card shown by the pointer, and then each shown by the keyboard, stays in the
-    window."""
+    scroll sideways; then, on a page with cards, each card shown by the pointer, and then each
+    shown by the keyboard, stays in the window."""
     checked, with_cards = 0, set(pages_with_cards(site))
     assert with_cards
     for url in built_pages(site):

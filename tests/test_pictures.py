@@ -34,7 +34,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from explainer_gen.compute import layout
 from explainer_gen.names import CLASS
 from explainer_gen.theme import FONT_FAMILY, PALETTE
-from helpers import LABELS_IN_VIEW, LIVE_TEXTS, live_label_colour, screenshot_rgb
+from helpers import LABELS_IN_VIEW, LIVE_TEXTS, PAINTED, live_label_colour, screenshot_rgb
 
 DESKTOP, PHONE = (1280, 900), (390, 844)
 SCREENS = {
@@ -246,7 +246,7 @@ AT_THE_ENDS = """async f => {
     input.value = value;
     input.dispatchEvent(new Event('input', {bubbles: true}));
     await x.result.view.runAsync();
-    await new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)));
+    await (PAINTED)();
   };
   for (const input of f.querySelectorAll('.eg-controls input[type=range]')) {
     const was = input.value;
@@ -259,7 +259,7 @@ AT_THE_ENDS = """async f => {
     await set(input, was);
   }
   return out;
-}""".replace("TEXTS", LIVE_TEXTS)
+}""".replace("TEXTS", LIVE_TEXTS).replace("PAINTED", PAINTED)
 
 
 def ends_problems(page, path: str) -> list[str]:
@@ -439,9 +439,6 @@ TEXTS = """svg => {
   return {svg: {left: b.left, top: b.top, right: b.right, bottom: b.bottom}, texts: all,
           layout: svg.closest('.eg-narrow') ? 'narrow' : 'wide'};
 }"""
-
-
-PAINTED = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"
 
 
 @pytest.fixture(scope="module")

@@ -81,11 +81,9 @@ class Chrome:
             return page_html
         end = page_html.find(HEADER_END, m.end())
         form = f"{WAITING_FORM if end >= 0 else OUR_FORM}{m['inputs']}</form>{m['gap']}<script>{self.palette}</script>"
-        rest = page_html[m.end():]
-        if end >= 0:
-            at = end - m.end()
-            rest = rest[:at] + REVEAL + rest[at:]
-        return page_html[:m.start()] + form + rest
+        if end < 0:
+            return page_html[:m.start()] + form + page_html[m.end():]
+        return page_html[:m.start()] + form + page_html[m.end():end] + REVEAL + page_html[end:]
 
 
 __all__ = ["Chrome", "PALETTE_FORM", "OUR_FORM", "WAITING_FORM", "REVEAL"]
