@@ -28,7 +28,7 @@ def test_a_derivation_is_written_once_and_its_repeats_link_to_it_by_the_number_t
     ratio = closed_form("decode over prefill", COUNT, 2.0, "a / b", a=Symbol(2.0, COUNT), b=Symbol(1.0, COUNT))
     combo = ratio.__class__("combination", "step(1) * 2", 0.024, TIME, "t0 * 2", {"t0": Symbol(0.012, TIME)},
                             parts=(STEP,), name="step(1) * 2")
-    html = how.section([number(0, ratio), number(1, STEP, "12.0 ms"), number(2, combo), number(3, STEP, "12 ms")])
+    html = how.entries([number(0, ratio), number(1, STEP, "12.0 ms"), number(2, combo), number(3, STEP, "12 ms")])
     got = entries(html)
     assert [i for i, _ in got] == ["how-n0", "how-n1", "how-n2", "how-n3"]
     assert html.count('<ul class="eg-how-symbols"><li><var>W</var>') == 1  # the step's closed form, once
@@ -41,10 +41,14 @@ def test_a_derivation_is_written_once_and_its_repeats_link_to_it_by_the_number_t
 def test_two_values_that_differ_only_in_what_they_are_are_both_written():
     a = value("requests of 0 tokens that fit on 2 cards", COUNT, 5.0, "catalogue")
     b = value("requests of 0 tokens that fit on 8 cards", COUNT, 5.0, "catalogue")
-    html = how.section([number(0, a), number(1, b)])
+    html = how.entries([number(0, a), number(1, b)])
     assert "Made as in" not in html and html.count("(value)") == 2
 
 
 def test_a_phrase_or_a_page_without_numbers_has_no_section():
-    assert how.section([]) == ""
-    assert how.section([NumberResult("n0", [], ["fast"], "fast", None)]) == ""
+    phrase = NumberResult("n0", [], ["fast"], "fast", None)
+    for numbers in ([], [phrase]):
+        assert how.section(numbers) == "" and how.entries(numbers) == ""
+    # A page with a number has the heading in its Markdown and its list's place after it.
+    section = how.section([phrase, number(1, STEP)])
+    assert section.startswith(f"## {how.HEADING}\n") and section.rstrip().endswith(how.PLACEHOLDER)

@@ -83,16 +83,25 @@ class _Writer:
         return f'<li id="{esc(anchor)}">{self.head(n.how, 0, n.default)}{rest}</li>'
 
 
+# Where the finished page gets the section's list (`entries`): like a figure's picture and tables
+# (render/blocks.finished_parts), it reaches the page after Markdown and the search index, neither
+# of which has anything to do with its thousands of elements (the list is kept out of the index).
+PLACEHOLDER = "<!--eg-how-entries-->"
+
+
 def section(numbers: Iterable) -> str:
-    """The section's Markdown (a heading, then an HTML list), or "" for a page with no computed
-    number. `numbers` are the page's NumberResults in page order; a phrase has no entry."""
-    entries = [n for n in numbers if n.how]
-    if not entries:
+    """The section's Markdown (a heading, a sentence and the placeholder of its list: `entries`), or
+    "" for a page with no computed number. `numbers` are the page's NumberResults in page order."""
+    if not any(n.how for n in numbers):
         return ""
-    writer = _Writer()
-    items = "".join(writer.number(n) for n in entries)
     return (f"## {HEADING}\n\n"
             f"<p>Each number above is computed when the site is built, at the page's starting settings; "
             f"this is how, with the values it uses and where they come from. A derivation is written "
-            f"out where it first comes, and linked to where it comes again.</p>\n\n"
-            f'<ol class="eg-how-list" {SEARCH_EXCLUDE}>{items}</ol>\n')
+            f"out where it first comes, and linked to where it comes again.</p>\n\n{PLACEHOLDER}\n")
+
+
+def entries(numbers: Iterable) -> str:
+    """The section's list: an entry for each number in page order (a phrase has none)."""
+    writer = _Writer()
+    items = "".join(writer.number(n) for n in numbers if n.how)
+    return f'<ol class="eg-how-list" {SEARCH_EXCLUDE}>{items}</ol>' if items else ""

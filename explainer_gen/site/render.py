@@ -89,8 +89,10 @@ class Renderer:
         page's share card (site/cards.py) in its head."""
         source = self.model.sources.get(src_uri)
         build = self.model.pages.get(src_uri) if source is not None else None
-        # What the page's figures put in it: static pictures and data tables (render/blocks.py).
-        output = self.chrome.apply(place(output, finished_parts(build.figures) if build else {}))
+        # What the page's figures put in it, static pictures and data tables (render/blocks.py), and
+        # its numbers' derivations (render/how.py).
+        parts = {**finished_parts(build.figures), how.PLACEHOLDER: how.entries(build.numbers.values())} if build else {}
+        output = self.chrome.apply(place(output, parts))
         if source is not None and f'class="{CLASS.static}"' in output:
             # The chart font, early: static pictures are laid out for it.
             fonts = "".join(f'<link rel="preload" href="{relative_url(f"{ASSETS}/{path}", source.url)}" '
