@@ -10,20 +10,23 @@ configuration, this module gives it everything it needs of the explainer:
 - `collect(site, config, files)`: the build's first step, given the host's files;
 - `FENCES` and `register(config, ...)`: the fences and the Markdown extension, put into the
   configuration once; the Zensical host writes the same fences into the configuration it derives;
-- `watched(settings)`: what a server must watch besides the docs and the configuration.
+- `watched(settings)`: what a server must watch besides the docs and the configuration;
+- `conversion_key(site, src_uri, markdown, config, files)`: what converting a page depends on, by
+  which `mkdocs serve` reuses the conversion of a page that did not change.
 
 It reads MkDocs' configuration and file objects, which both hosts have (Zensical reads the same
 `mkdocs.yml`), and nothing of either host's own machinery.
 """
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Callable
 
 from models.catalogue import CATALOGUE_PATH
 
-from .cache import MODELS_ROOT, PACKAGE_ROOT
+from .cache import MODELS_ROOT, PACKAGE_ROOT, digest
 from .compute.workers import default_workers
 from .markdown_ext import ExplainerExtension
 from .render import mathml, superfence
@@ -93,3 +96,15 @@ def watched(settings: Settings) -> list[Path]:
     """What a server rebuilds on besides the docs and the configuration: the catalogue, and the
     code that computes (the models and this package)."""
     return [settings.catalogue_path, MODELS_ROOT, PACKAGE_ROOT]
+
+
+def conversion_key(site: SiteBuild, src_uri: str, markdown: str, config, files) -> str:
+    """Everything converting the page `src_uri` from `markdown` depends on, hashed: what the build
+    puts into it (`SiteBuild.conversion_key`), every file's path and URL (its links are resolved
+    against them, and checked), and the Markdown settings and link validation it runs with."""
+    def named(o) -> str:  # an extension object or a fence's function, by what it is, not where it lives
+        return getattr(o, "__qualname__", None) or f"{type(o).__module__}.{type(o).__qualname__}"
+    settings = json.dumps([config.markdown_extensions, config.mdx_configs, config.use_directory_urls,
+                           repr(config.validation)], default=named, sort_keys=True)
+    return digest(site.conversion_key(src_uri, markdown), sorted((f.src_uri, f.dest_uri, f.url) for f in files),
+                  settings)

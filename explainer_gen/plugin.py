@@ -15,13 +15,16 @@ from pathlib import Path
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
-from mkdocs.plugins import BasePlugin, get_plugin_logger
+from mkdocs.plugins import BasePlugin, event_priority, get_plugin_logger
 from mkdocs.structure.files import File, Files
 
 from .config import ExplainerConfig
 
 # Its lines read "INFO    -  explainer: ...", as the build's summary line is specified (issue 31).
 log = get_plugin_logger("explainer")
+
+# What MkDocs' Page.render sets, which a conversion reused under `mkdocs serve` sets again.
+_CONVERTED = ("content", "toc", "_title_from_render", "present_anchor_ids", "links_to_anchors")
 
 
 class ExplainerPlugin(BasePlugin[ExplainerConfig]):
@@ -30,6 +33,7 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
     site = None     # core.SiteBuild, made anew for every build
     rendering = None  # src_uri of the page MkDocs is converting
     served = False    # whether `mkdocs serve` has built once in this process
+    converting = None  # (page, key, warning count) of a conversion `mkdocs serve` may reuse later
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
         self.command, self.dirty = command, dirty
@@ -80,12 +84,45 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
                          else File.generated(config, path, content=content))
         return files
 
+    @event_priority(-100)  # after every other plugin's: this is the Markdown MkDocs converts
     def on_page_markdown(self, markdown: str, *, page, config: MkDocsConfig, files: Files) -> str | None:
         self.rendering = page.file.src_uri  # which page the Markdown extension is about to see
+        if self.config.enabled and self.command == "serve":
+            self._reuse_conversion(markdown, page, config, files)
         return None
 
+    def _reuse_conversion(self, markdown: str, page, config: MkDocsConfig, files: Files) -> None:
+        """Under `mkdocs serve`, a page converted before, at an earlier rebuild in this process, from
+        the same Markdown with the same links, settings and everything the build puts into it
+        (host.conversion_key), is not converted again: MkDocs' `render` of the page sets what that
+        conversion set. A prose save converts the page saved, and no other. A conversion that
+        logged a warning is never reused, so each rebuild says it again."""
+        key = self.core.host.conversion_key(self.site, page.file.src_uri, markdown, config, files)
+        kept = self.memory.get("converted", key)
+        if kept is not None:
+            def render(config: MkDocsConfig, files: Files) -> None:
+                for name, value in zip(_CONVERTED, kept):
+                    setattr(page, name, value)
+            page.render = render
+            return
+        self._end_conversion()
+        self.converting = (page, key, self.core.WarningCount())
+        logging.getLogger("mkdocs").addHandler(self.converting[2])
+
+    def _end_conversion(self, page=None) -> None:
+        """The conversion under way is over: kept for later rebuilds if it is `page`'s and warned of nothing."""
+        if self.converting is None:
+            return
+        converted, key, warnings = self.converting
+        self.converting = None
+        logging.getLogger("mkdocs").removeHandler(warnings)
+        if converted is page and not warnings.count:
+            self.memory.put("converted", key, tuple(getattr(page, name) for name in _CONVERTED))
+
+    @event_priority(100)  # before any other plugin's: what is kept is the conversion's own HTML
     def on_page_content(self, html: str, *, page, config: MkDocsConfig, files: Files) -> str | None:
         self.rendering = None
+        self._end_conversion(page)
         return None
 
     def on_post_page(self, output: str, *, page, config: MkDocsConfig) -> str | None:
@@ -118,6 +155,7 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
         self.staging = None
 
     def on_build_error(self, *, error: Exception) -> None:
+        self._end_conversion()
         if self.staging is not None:
             logging.getLogger("mkdocs").removeHandler(self.warnings)
             self.staging.discard()

@@ -112,6 +112,16 @@ def mkdocs_build(dest: Path, config: Path = REPO / "mkdocs.yml", strict: bool = 
     return _mkdocs_in_process(cmd, config, dest, strict, cwd or config.parent, environment)
 
 
+def serve_build(dest: Path, config: Path) -> subprocess.CompletedProcess:
+    """One of `mkdocs serve`'s builds, in this process: the plugins start up for `serve` and MkDocs
+    keeps the explainer plugin (it has `on_startup`) and what it holds from one such build to the
+    next, as the command does between saves. Warnings are printed (to the result's stderr), as
+    `mkdocs serve` prints them."""
+    assert TIER != "unit", "a unit-tier test builds a site: mark it @pytest.mark.site"
+    cmd = MKDOCS + ["serve", "-f", str(config)]
+    return _mkdocs_in_process(cmd, config, dest, False, config.parent, env(), "serve", logging.WARNING)
+
+
 class _Log(logging.Formatter):
     """MkDocs' log lines as its command line prints them without a terminal: `LEVEL   -  text`."""
 
@@ -120,7 +130,8 @@ class _Log(logging.Formatter):
 
 
 def _mkdocs_in_process(cmd: list[str], config: Path, dest: Path, strict: bool, cwd: Path,
-                       environment: dict[str, str]) -> subprocess.CompletedProcess:
+                       environment: dict[str, str], command: str = "build",
+                       level: int = logging.ERROR) -> subprocess.CompletedProcess:
     """What `mkdocs build -q` (mkdocs/__main__.py: build_command) does, in this process: the
     `mkdocs` logger at ERROR (-q) printing to stderr, the config loaded with the command's
     options, the plugins' start-up, the build, and each way the command ends: an Abort's message
@@ -138,7 +149,7 @@ def _mkdocs_in_process(cmd: list[str], config: Path, dest: Path, strict: bool, c
     handler = logging.StreamHandler(err)
     handler.setFormatter(_Log())
     logger.handlers[:] = [handler]
-    logger.setLevel(logging.ERROR)
+    logger.setLevel(level)
     logger.propagate = False
     code = 0
     try:
@@ -148,7 +159,7 @@ def _mkdocs_in_process(cmd: list[str], config: Path, dest: Path, strict: bool, c
             try:
                 cfg = mkdocs_config.load_config(config_file=str(config), site_dir=str(dest),
                                                 strict=True if strict else None)
-                cfg.plugins.on_startup(command="build", dirty=False)
+                cfg.plugins.on_startup(command=command, dirty=False)
                 try:
                     build.build(cfg, dirty=False)
                 finally:

@@ -76,6 +76,9 @@ class SiteBuild:
     def render_html(self, src_uri: str, html: str) -> str:
         return self.renderer.render_html(src_uri, html)
 
+    def conversion_key(self, src_uri: str, markdown: str) -> str:
+        return self.renderer.conversion_key(src_uri, markdown)
+
     def finish_page(self, src_uri: str, output: str) -> str:
         return self.renderer.finish_page(src_uri, output)
 

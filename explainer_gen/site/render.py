@@ -65,6 +65,14 @@ class Renderer:
             markdown = _after_title(markdown, root)
         return markdown, fences
 
+    def conversion_key(self, src_uri: str, markdown: str) -> str:
+        """What this build makes of a page's Markdown before and after a host converts it, hashed:
+        the Markdown as the extension hands it on with its fences' HTML (`render_markdown`), and
+        what linking its cross-references reads (`render_html`). A host that converts the same
+        Markdown with the same settings again, under `mkdocs serve`, may reuse what it got."""
+        page = self.page(src_uri)
+        return digest(src_uri, self.render_markdown(page, markdown) if page else markdown, self._refs_key)
+
     def render_html(self, src_uri: str, html: str) -> str:
         """The page's converted HTML with its cross-references resolved. The same HTML with the same
         cross-references is linked once in a process: a prose save under `mkdocs serve` links
