@@ -94,10 +94,12 @@ class Collector:
             page_json[p.src_uri] = add(f"{ASSETS}/page/{short_hash(p.src_uri)}.json", state)
         # Each page's share card (site/cards.py), with its first figure's picture.
         cards = collect_cards(store, pages, refs, computed, site_name, site_url, add)
-        return SiteModel(catalogue=store.catalogue, sources={p.src_uri: p for p in pages},
+        sources = {p.src_uri: p for p in pages}
+        return SiteModel(catalogue=store.catalogue, sources=sources,
                          refs=refs, pages=computed, figure_files=figure_files, page_json=page_json,
                          bundle_path=bundle_path, loader_path=loader_path, files=files,
-                         site_url=site_url or "", cards=cards)
+                         site_url=site_url or "", cards=cards,
+                         page_keys={uri: store.page_key(sources[uri]) for uri in computed})
 
     def _check_measurements(self) -> None:
         """The published measurements against the fitted estimate (models/estimate.py): a band

@@ -84,10 +84,11 @@ class SiteModel:
     files: Mapping[str, Generated] = field(default_factory=dict)
     site_url: str = ""                      # where the site is published ("" where none is set)
     cards: Mapping[str, Any] = field(default_factory=dict)  # src_uri -> its share card (render/share.Card)
+    page_keys: Mapping[str, str] = field(default_factory=dict)  # src_uri -> what the page computed is of (Store.page_key)
     urls: Mapping[str, str] = field(init=False)  # src_uri -> the page's URL, from the site root
 
     def __post_init__(self) -> None:
-        for name in ("sources", "pages", "figure_files", "page_json", "files", "cards"):
+        for name in ("sources", "pages", "figure_files", "page_json", "files", "cards", "page_keys"):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
         object.__setattr__(self, "urls", _frozen({uri: p.url for uri, p in self.sources.items()}))
 

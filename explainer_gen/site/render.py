@@ -94,8 +94,22 @@ class Renderer:
     def finish_page(self, src_uri: str, output: str) -> str:
         """The finished HTML page (theme and all): static pictures placed, the chart font preloaded,
         the theme's start-up moved ahead of the content (render/chrome.py), and the tags of the
-        page's share card (site/cards.py) in its head."""
+        page's share card (site/cards.py) in its head. The same page from the theme, with the same
+        figures, numbers, card and scripts, is finished once in a process (`mkdocs serve`)."""
         source = self.model.sources.get(src_uri)
+        card = self.model.cards.get(src_uri) if source is not None else None
+        info = self.model.refs.pages.get(src_uri)
+        key = digest(src_uri, output, self.model.page_keys.get(src_uri, ""), vars(self.chrome),
+                     vars(card) if card is not None else None, self.model.site_url,
+                     source.url if source is not None else None, info.description if info is not None else None)
+        finished = self.memory.get("finished-page", key) if self.memory is not None else None
+        if finished is None:
+            finished = self._finish(source, src_uri, output, card)
+            if self.memory is not None:
+                self.memory.put("finished-page", key, finished)
+        return finished
+
+    def _finish(self, source: PageSource | None, src_uri: str, output: str, card) -> str:
         build = self.model.pages.get(src_uri) if source is not None else None
         # What the page's figures put in it, static pictures and data tables (render/blocks.py), and
         # its numbers' derivations (render/how.py).
@@ -106,7 +120,6 @@ class Renderer:
             fonts = "".join(f'<link rel="preload" href="{relative_url(f"{ASSETS}/{path}", source.url)}" '
                             'as="font" type="font/woff2" crossorigin>' for path in theme.FONT_FILES)
             output = output.replace("</head>", fonts + "</head>", 1)
-        card = self.model.cards.get(src_uri) if source is not None else None
         if card is not None:
             # The share card's tags (render/share.py), describing the page as its meta description does.
             described = _DESCRIPTION.search(output.split("</head>", 1)[0])
