@@ -25,7 +25,8 @@ import pytest
 
 from explainer_gen import core
 from explainer_gen.compute import vocabulary
-from explainer_gen.compute.codegraph import CHOICE_ENTRY, FIGURE_ENTRY, NUMBER_ENTRY, CodeGraph, CodeKeys, module_name
+from explainer_gen.compute.codegraph import (CHOICE_ENTRY, FIGURE_ENTRY, MEASURED_ENTRY, NUMBER_ENTRY, PAGE_STATE_ENTRY,
+                                             CodeGraph, CodeKeys, module_name)
 from explainer_gen.compute.figures import REGISTRY
 from explainer_gen.compute.numbers import find_inline
 from explainer_gen.compute.timing import Timing
@@ -105,9 +106,16 @@ def _around(name: str) -> list[str]:
 
 # -- the results: every figure kind, and every inline number of the site -----------------------------
 
+# The two results a build keeps besides figures and numbers: a page's state (whose numbers' own
+# keys hold the code that computed them) and the check of the published measurements.
+OTHER_RESULTS = {"page state": PAGE_STATE_ENTRY, "measurement check": MEASURED_ENTRY}
+
+
 def results() -> dict[str, tuple[str, ...]]:
-    """Result -> its entry modules: each figure kind, and each inline number on the site's pages."""
+    """Result -> its entry modules: each figure kind, each inline number on the site's pages, and
+    the other results a build keeps (`OTHER_RESULTS`)."""
     out = {f"figure {kind}": FIGURE_ENTRY + (type(obj).__module__,) for kind, obj in REGISTRY.items()}
+    out.update(OTHER_RESULTS)
     for page in sorted((REPO / "docs").rglob("*.md")):
         lines = page.read_text(encoding="utf-8").splitlines()
         _, inside = scan_fences(lines)
@@ -143,7 +151,8 @@ def names_in(expr: str) -> set[str]:
 
 
 def keys(code: CodeKeys, found: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, str]]:
-    return {r: code.figure(r[len("figure "):]) if r.startswith("figure ")
+    other = {"page state": code.page_state, "measurement check": code.measurements}
+    return {r: other[r]() if r in other else code.figure(r[len("figure "):]) if r.startswith("figure ")
             else code.number(names_in(r[len("number "):]) & TERMS.keys(), chooses(r[len("number "):])) for r in found}
 
 

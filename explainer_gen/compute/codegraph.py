@@ -32,6 +32,9 @@ FIGURE_ENTRY = ("explainer_gen.compute.artifacts",)
 NUMBER_ENTRY = ("explainer_gen.compute.numbers", "explainer_gen.compute.pages")
 CHOICE_ENTRY = ("explainer_gen.compute.assumptions",)  # what a choice of words is checked across
 STATE_ENTRY = ("explainer_gen.client.contract",)  # a page's state and a figure's files, which the browser reads
+# A page's state: the contract, and the page's controls it reads (which choices are blocked, and why).
+PAGE_STATE_ENTRY = STATE_ENTRY + ("explainer_gen.compute.pages",)
+MEASURED_ENTRY = ("models.estimate",)  # the published measurements, checked against the fitted estimate
 # The data files a module may read: the suffixes cache.source_hashes watches (it decides when the
 # code on disk is no longer the code loaded), so an edit of any of them loads the code again.
 DATA_SUFFIXES = (".yaml",)
@@ -230,6 +233,15 @@ class CodeKeys:
     def state(self) -> tuple[str, str]:
         """The code that writes what the browser reads (a page's state, a figure's files)."""
         return self._keys(STATE_ENTRY)
+
+    def page_state(self) -> tuple[str, str]:
+        """The code that puts a page's state together from its controls and numbers (whose own keys
+        hold the code that computed them)."""
+        return self._keys(PAGE_STATE_ENTRY)
+
+    def measurements(self) -> tuple[str, str]:
+        """The code that checks the published measurements against the fitted estimate."""
+        return self._keys(MEASURED_ENTRY)
 
     def _keys(self, entries: tuple[str, ...]) -> tuple[str, str]:
         if entries not in self._memo:

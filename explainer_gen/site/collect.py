@@ -83,10 +83,11 @@ class Collector:
                 for path, content in made.items():
                     add(path, content)
                 figure_files[fig.anchor + "@" + p.src_uri] = where
-            # Keyed by what decides the state, not by the page's text: a prose edit stores nothing new.
+            # Keyed by what decides the state, not by the page's text: a prose edit stores nothing new,
+            # and a save of code that none of its numbers runs (their keys hold theirs) none either.
             sliders = page.every_slider()
-            state_key = digest(store.fingerprint, page.controls.identity(), list(page.numbers),
-                               [vars(s) for s in sliders.values()])
+            state_key = digest(store.code.page_state(), store.inputs, page.controls.identity(), list(page.numbers),
+                               sorted(numbers), [vars(s) for s in sliders.values()])
             state = store.remember("page-json", state_key,
                                    lambda: dumps(contract.page_state(page.controls, page.numbers, sliders,
                                                                      store.catalogue)),
@@ -105,10 +106,11 @@ class Collector:
         """The published measurements against the fitted estimate (models/estimate.py): a band
         wider than its limit, or a measurement whose place in the band is not the one the file
         records, fails the build at its line, as an author's mistake does. Kept per file, catalogue
-        and code, since the fit takes a moment."""
+        and the code the check runs (a save of a model it does not run checks nothing again), since
+        the fit takes a moment."""
         store = self.store
         path = estimate.MEASUREMENTS_PATH
-        key = digest(store.code.fingerprint, store.inputs, path.read_text(encoding="utf-8"))
+        key = digest(store.code.measurements(), store.inputs, path.read_text(encoding="utf-8"))
         errors = store.remember(
             "measurements", key,
             lambda: [[e.path, e.line, e.message] for e in estimate.check(estimate.load(path, store.catalogue))],
