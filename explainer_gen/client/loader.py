@@ -31,7 +31,7 @@ PARTS = {
     "controls.js": "the sliders and the switch: the reader's state, snapped, shown, and kept in the URL",
     "numbers.js": "the prose's numbers: the text at the reader's position, on screen first",
     "descriptions.js": "what a screen reader hears: figures' descriptions and the changes announced",
-    "figures.js": "figures going live: the Vega bundle, data by scenario, one figure per task",
+    "figures.js": "figures going live: the Vega bundle, data by scenario, one figure per task; following the sliders",
     "exports.js": "figures leaving the page: their files and links, and in print at the reader's state",
     "lifecycle.js": "each page set up and torn down, a reader's moves handed to the others",
 }

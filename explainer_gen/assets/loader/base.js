@@ -76,3 +76,25 @@ function afterPause(what, ms, fn) {
 function cancel(what) { clearTimeout(timers[what]); delete timers[what]; }
 
 function report(err) { console.error("explainer-gen:", err); }
+
+// What is on the screen or within `margin` of it (a CSS margin: "50% 0px" is half a screen above
+// and below), for the work that only what a reader can see needs while they move a slider: the
+// numbers (numbers.js) and the figures' views (figures.js). `onNear(el)` runs as a watched element
+// comes near. Until the browser first reports, and where it has no IntersectionObserver,
+// everything counts as near.
+function nearWatcher(margin, onNear) {
+  var near = new Set(), reported = new Set();
+  var observer = window.IntersectionObserver ? new IntersectionObserver(function (entries) {
+    entries.forEach(function (e) {
+      reported.add(e.target);
+      if (!e.isIntersecting) { near.delete(e.target); return; }
+      near.add(e.target);
+      onNear(e.target);
+    });
+  }, { rootMargin: margin }) : null;
+  return {
+    observe: function (el) { if (observer) observer.observe(el); },
+    isNear: function (el) { return !observer || !reported.has(el) || near.has(el); },
+    disconnect: function () { if (observer) observer.disconnect(); near.clear(); reported.clear(); }
+  };
+}

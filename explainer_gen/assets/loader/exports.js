@@ -300,6 +300,7 @@ function stills(fig) { return Array.prototype.slice.call(fig.el.querySelectorAll
 
 function printStates() {
   if (!state) return;
+  behind.forEach(follow); // a view away from the screen still behind the reader (figures.js)
   figures.forEach(function (fig) {
     var r = fig.result, gen = generation;
     if (!r || !stills(fig).length) return;

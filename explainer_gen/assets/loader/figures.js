@@ -1,6 +1,8 @@
-/* explainer-gen's loader: figures going live. A figure's static picture gives way to a live Vega
- * view when a reader reaches for it; the Vega bundle is fetched for the first, and the figures
- * are brought to life one per task. */
+/* explainer-gen's loader: figures going live and following the reader. A figure's static picture
+ * gives way to a live Vega view when a reader reaches for it; the Vega bundle is fetched for the
+ * first, and the figures are brought to life one per task. While a reader moves a slider, the
+ * views near the screen follow every move, and the others catch up as they come near it or once
+ * the reader pauses. */
 
 var queue = [];
 var draining = false;
@@ -159,6 +161,56 @@ function name(fig) {
   if (desc && desc.id) v.setAttribute("aria-describedby", desc.id);
 }
 
+// While a reader moves a slider, the figures it drives whose views show on the screen (and the one
+// whose slider it is) follow every move; a figure whose view is off the screen, whose drawing
+// nobody sees, is brought up to the reader's state as soon as any of it shows (its run is done
+// before the next frame), or once the reader pauses. (A number is followed half a screen ahead,
+// numbers.js: a text that changes reflows what is below it, a drawing does not.)
+var nearFigures = null; // the figures' nearWatcher (base.js)
+var behind = new Set(); // figures away from the screen that do not show the reader's sliders yet
+
+function watchFigures() {
+  nearFigures = nearWatcher("0px", function (view) {
+    for (var i = 0; i < figures.length; i++) if (figures[i].view === view && behind.has(figures[i])) follow(figures[i]);
+  });
+  figures.forEach(function (fig) { nearFigures.observe(fig.view); });
+}
+
+// The reader moved the slider `name` (of the figure `own`, or of the page): the figures it drives follow.
+function followSliders(name, own) {
+  var far = false;
+  figures.forEach(function (fig) {
+    if (fig.params.indexOf(name) < 0) return;
+    if (fig.el === own || !nearFigures || nearFigures.isNear(fig.view)) follow(fig);
+    else { behind.add(fig); far = true; }
+  });
+  if (far) afterPause("figures", PAUSE_MS, function () { behind.forEach(follow); });
+}
+
+// The figure at the reader's sliders: a live view gets their values and runs, at most once per
+// animation frame (a second move within one frame runs at the next, with the latest values); a
+// figure not yet live is brought to life, at the reader's state.
+function follow(fig) {
+  behind.delete(fig);
+  if (!fig.result) { schedule(fig); return; }
+  var view = fig.result.view, moved = false;
+  fig.params.forEach(function (name) {
+    if (name in state.sliders && view.signal(name) !== state.sliders[name]) {
+      view.signal(name, state.sliders[name]);
+      moved = true;
+    }
+  });
+  if (!moved) return;
+  if (fig.framed) { fig.rerun = true; return; }
+  fig.framed = true;
+  view.runAsync();
+  requestAnimationFrame(function () {
+    fig.framed = false;
+    if (fig.rerun && fig.result && fig.result.view === view) view.runAsync();
+    fig.rerun = false;
+  });
+}
+
 function schedule(fig) {
   if (fig.queued || fig.result) return;
   fig.queued = true;
@@ -200,6 +252,8 @@ var resized = window.ResizeObserver ? new ResizeObserver(function () { afterPaus
 // A new page: its figures are other elements; the ones left are let go.
 function resetFigures() {
   if (resized) resized.disconnect();
+  if (nearFigures) { nearFigures.disconnect(); nearFigures = null; }
+  behind.clear();
   figures.forEach(function (fig) { if (fig.result) fig.result.finalize(); });
   figures = [];
   queue = [];

@@ -22,10 +22,9 @@ function onInput(event) {
   figures.forEach(function (fig) {
     if (fig.params.indexOf(name) < 0) return;
     if (own === fig.el) moved = fig;
-    if (fig.result) fig.result.view.signal(name, value).runAsync();
-    else schedule(fig); // its static image shows the default state: bring it to life
     describeSoon(fig);
   });
+  followSliders(name, own); // figures.js: those near the screen now, the others later
   renderNumbersSoon();
   writeURLSoon();
   announceSoon();
@@ -81,6 +80,7 @@ function init() {
   });
   figures.forEach(addExports);
   figures.forEach(function (fig) { if (resized) resized.observe(fig.el); }); // their layout: figures.js, relayout
+  watchFigures(); // which are near the screen: figures.js, followSliders
   // Listen for a reader reaching for a figure from the start; what arrives before the
   // page's state is known is remembered and acted on once it is.
   figures.forEach(function (fig) {

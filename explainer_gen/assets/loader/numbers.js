@@ -20,23 +20,14 @@ function flatIndex(deps, scenarioIndex) {
 // While a reader drags a slider, the numbers on screen (and half a screen around) follow every
 // move; the others, which would only reflow text nobody sees, once the reader pauses, or as
 // soon as they come near the screen.
-var near = new Set(); // number spans on or near the screen
-var nearObserver = null;
+var nearNumbers = null; // the number spans' nearWatcher (base.js)
 var farStale = false; // some span away from the screen shows an earlier position
 
 function watchNumbers() {
-  if (nearObserver) nearObserver.disconnect();
-  near.clear();
+  if (nearNumbers) nearNumbers.disconnect();
   farStale = false;
-  if (!window.IntersectionObserver) return;
-  nearObserver = new IntersectionObserver(function (entries) {
-    entries.forEach(function (e) {
-      if (!e.isIntersecting) { near.delete(e.target); return; }
-      near.add(e.target);
-      if (farStale && state) renderNumber(e.target, currentScenario());
-    });
-  }, { rootMargin: "50% 0px" });
-  Array.prototype.forEach.call(document.querySelectorAll(having(ATTR.num)), function (el) { nearObserver.observe(el); });
+  nearNumbers = nearWatcher("50% 0px", function (span) { if (farStale && state) renderNumber(span, currentScenario()); });
+  Array.prototype.forEach.call(document.querySelectorAll(having(ATTR.num)), nearNumbers.observe);
 }
 
 function currentScenario() {
@@ -58,7 +49,7 @@ function renderNumbers(nearOnly) {
   var spans = document.querySelectorAll(having(ATTR.num)), scenario = currentScenario();
   var skipped = false;
   for (var i = 0; i < spans.length; i++) {
-    if (nearOnly && nearObserver && !near.has(spans[i])) { skipped = true; continue; }
+    if (nearOnly && nearNumbers && !nearNumbers.isNear(spans[i])) { skipped = true; continue; }
     renderNumber(spans[i], scenario);
   }
   farStale = skipped;
@@ -72,7 +63,6 @@ function renderNumbersSoon() {
 
 // A new page: other spans, none watched yet.
 function resetNumbers() {
-  if (nearObserver) { nearObserver.disconnect(); nearObserver = null; }
-  near.clear();
+  if (nearNumbers) { nearNumbers.disconnect(); nearNumbers = null; }
   farStale = false;
 }
