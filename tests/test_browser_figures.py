@@ -117,3 +117,104 @@ def test_every_figure_draws_and_each_slider_changes_the_drawing(site, page, base
             page.keyboard.press(BACK[key])
             page.wait_for_function(f"want => ({ITEMS})({anchor!r}) === want", arg=default)
     page.watch.assert_clean()
+
+
+# The page whose slider drives the most figures: the serving page's prompt-chunk slider drives five.
+FOLLOW_PAGE = "explainers/serving/"
+
+# As a reader's quick moves arrive, before any timer and mostly within one frame: the slider `param`
+# of the figure `own` moved `steps` positions (up, or down if negative), one input event each in a
+# task of its own; what each figure with that param shows of it (its view's signal), read at once;
+# whether, three frames later and nothing else done, `own` draws `want` (the drawing of a page
+# opened at the last position); then the figure `later` scrolled to the middle of the window, and
+# frames awaited until it shows the last position. `scrolled` says whether it did so while `paused`
+# (off the screen all along) did not yet: then the scroll, not the reader's pause, brought it up
+# to date.
+MOVE_FAST = """async ([own, later, paused, param, steps, want]) => {
+  const input = document.querySelector('#' + own + ' input[type=range][data-eg-param="' + param + '"]');
+  const step = +input.step || 1;
+  const task = () => new Promise(done => { const ch = new MessageChannel(); ch.port1.onmessage = done; ch.port2.postMessage(0); });
+  const frame = () => new Promise(done => requestAnimationFrame(done));
+  for (let i = 0; i < Math.abs(steps); i++) {
+    if (i) await task();  // each move its own task, as a reader's are, all within a frame or so
+    input.value = String(+input.value + Math.sign(steps) * step);
+    input.dispatchEvent(new Event('input', {bubbles: true}));
+  }
+  const value = +input.value, signal = id => window.explainerGen.figures().find(f => f.el.id === id).result.view.signal(param);
+  const shown = {};
+  for (const f of window.explainerGen.figures()) if (f.params.indexOf(param) >= 0) shown[f.el.id] = signal(f.el.id);
+  await frame(); await frame(); await frame();
+  const ownDrawn = (""" + ITEMS + """)(own) === want;
+  document.getElementById(later).scrollIntoView({block: 'center'});
+  const r = document.querySelector('#' + paused + ' .eg-view').getBoundingClientRect();
+  let scrolled = null;
+  for (let i = 0; i < 120 && scrolled === null; i++) {
+    await frame();
+    if (signal(later) === value) scrolled = signal(paused) !== value;
+  }
+  return {value, shown, own_drawn: ownDrawn, scrolled, paused_off: r.bottom <= 0 || r.top >= innerHeight};
+}"""
+
+# Whether the figure's view shows on the screen, in part.
+ON_SCREEN = """id => {
+  const r = document.querySelector('#' + id + ' .eg-view').getBoundingClientRect();
+  return r.bottom > 0 && r.top < innerHeight;
+}"""
+
+
+def test_views_off_the_screen_catch_up_as_they_show_and_no_state_is_skipped(site, page, base_url):
+    """A reader moves a slider that several figures draw, quickly: the figure whose slider it is
+    follows at once, and those whose views are off the screen are left for later (the loader works
+    only for what shows). The last position is never skipped: the moved figure ends on the same
+    drawing as a page opened at that position; a figure off the screen shows it as soon as it is
+    scrolled to, before the reader's pause brings a third, never scrolled to, up to date too.
+
+    Whether the scroll (and not the pause, 150 ms after the last move) brought the second figure
+    up to date is told by the third still being behind at that moment; on a machine so loaded that
+    a frame takes longer than the pause, that cannot be told, and the moves are tried again, up
+    to three times."""
+    figures = figures_of(site, FOLLOW_PAGE)
+    open_page(page, base_url, FOLLOW_PAGE, figures)
+    param = "chunk"
+    drawn = [a for a, _ in figures if page.locator(f"#{a} input[type=range][data-eg-param={param}]").count()]
+    assert len(drawn) >= 4, drawn
+    own, paused, later = drawn[0], drawn[len(drawn) // 2], drawn[-1]
+    slider = page.locator(f"#{own} input[type=range][data-eg-param={param}]")
+    lo, hi, step = (float(slider.get_attribute(a)) for a in ("min", "max", "step"))
+    for attempt in range(3):
+        value = float(slider.input_value())
+        steps = 3 if value + 3 * step <= hi else -3
+        assert lo <= value + steps * step <= hi
+        # What each figure must show: a page opened at that position, as a shared link opens it.
+        reference = page.context.new_page()
+        try:
+            reference.goto(f"{base_url}{FOLLOW_PAGE}?{param}={value + steps * step:g}")
+            wait_for_figures(reference)
+            want = {a: reference.evaluate(f"async id => {{ await ({SETTLED})(id); return ({ITEMS})(id); }}", a)
+                    for a in (own, later, paused)}
+        finally:
+            reference.close()
+        page.bring_to_front()
+        page.locator(f"#{own}").evaluate("el => el.scrollIntoView({block: 'center'})")
+        page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+        assert page.evaluate(ON_SCREEN, own) and not page.evaluate(ON_SCREEN, later)
+        assert not page.evaluate(ON_SCREEN, paused)
+        assert want[paused] != page.evaluate(ITEMS, paused), "the moves change what the figure off the screen draws"
+        moved = page.evaluate(MOVE_FAST, [own, later, paused, param, steps, want[own]])
+        assert moved["value"] == pytest.approx(value + steps * step), moved
+        # At once: the slider's own figure has the last position; those off the screen do not yet.
+        assert moved["shown"][own] == moved["value"], moved
+        assert moved["shown"][later] != moved["value"] and moved["shown"][paused] != moved["value"], moved
+        # Moves within a frame: one run at the first, one at the next frame with the last position.
+        assert moved["own_drawn"], f"{own} does not draw the last position a frame after the moves"
+        assert moved["paused_off"], f"{paused} shows beside {later}: choose figures further apart"
+        assert moved["scrolled"] is not None, f"{later} never showed the last position: {moved}"
+        if moved["scrolled"]:
+            break
+        page.wait_for_timeout(400)  # the pause's catch-up done, for the next try
+    assert moved["scrolled"], "the pause, not the scroll, brought the figure up to date on every try"
+    # The one scrolled to draws the last position, and the one never scrolled to once the reader
+    # has paused.
+    for anchor in (later, paused):
+        page.wait_for_function(f"want => ({ITEMS})({anchor!r}) === want", arg=want[anchor])
+    page.watch.assert_clean()
