@@ -63,12 +63,21 @@ def open_page(page, base_url, path, figures):
     assert wait_for_figures(page) == len(figures)
 
 
+def in_view(page, anchor: str, what: str = DRAWING) -> str:
+    """What the figure draws (`what`: DRAWING or ITEMS) once its view is on the screen and done: a
+    view off the screen may still show an earlier position of a slider it shares with another
+    figure (the loader brings it up to date as it shows, or once the reader pauses)."""
+    page.locator(f"#{anchor} .eg-view .marks").scroll_into_view_if_needed()
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    page.evaluate(SETTLED, anchor)
+    return page.evaluate(what, anchor)
+
+
 def move_and_see(page, anchor: str, label: str) -> str:
     """Move the figure's slider `label` one step with the keyboard and check that what the figure
     draws changes, in its scenegraph and in its pixels; returns the key pressed."""
-    before = page.evaluate(DRAWING, anchor)
+    before = in_view(page, anchor)
     view = page.locator(f"#{anchor} .eg-view .marks")
-    view.scroll_into_view_if_needed()
     pixels = view.screenshot(animations="disabled")
     slider = page.locator(f"#{anchor}").get_by_role("slider", name=label)
     slider.focus()
@@ -110,7 +119,7 @@ def test_every_figure_draws_and_each_slider_changes_the_drawing(site, page, base
         # ... and the view displays it: its pixels carry ink, not just the page behind.
         assert ink(page, anchor) > 500, anchor
     for anchor, labels in figures:
-        default = page.evaluate(ITEMS, anchor)
+        default = in_view(page, anchor, ITEMS)
         for label in labels:
             key = move_and_see(page, anchor, label)
             page.locator(f"#{anchor}").get_by_role("slider", name=label).focus()
