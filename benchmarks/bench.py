@@ -365,7 +365,8 @@ def lighthouse_pages(site: Path, runs: int = 3, keep: Path | None = None) -> dic
             if not reports:
                 results["pages"][page] = {"error": errors[-1] if errors else "no report"}
                 continue
-            results["pages"][page] = {**lighthouse_summary(reports), "errors": errors}
+            results["pages"][page] = {**lighthouse_summary(reports), "errors": errors,
+                                      "benchmark_index": [r["environment"].get("benchmarkIndex") for r in reports]}
             results["settings"] = reports[0]["configSettings"]
             results["version"] = reports[0]["lighthouseVersion"]
             results["warnings"].update(w for r in reports for w in r.get("runWarnings", []))
@@ -437,7 +438,10 @@ def print_lighthouse(lh: dict, runs: int) -> None:
             value = r["scores"][cat]
             ok, target = targets[cat]
             each = ", ".join(str(v) for v in r["run_scores"][cat])
-            print(f"    {cat:16} {value:7.0f}   target {target:6} {verdict(ok(value)):4}   (runs: {each})")
+            # A score holds only for the machine it ran on: the performance line says how fast that was.
+            index = [b for b in r.get("benchmark_index", []) if b] if cat == "performance" else []
+            machine = f"; benchmark index {', '.join(f'{b:.0f}' for b in index)}" if index else ""
+            print(f"    {cat:16} {value:7.0f}   target {target:6} {verdict(ok(value)):4}   (runs: {each}{machine})")
         print(f"    {'CLS':16} {r['cls']:7.4g}   target {'0':6} {verdict(r['cls'] == 0):4}")
         print(f"    {'total blocking':16} {r['tbt_ms']:7.0f} ms (no target)")
         if r["runs"] < runs:
