@@ -160,7 +160,7 @@ SLIDER_MOVES = """async ([index, moves]) => {
   // promises settle once Vega has redrawn the view).
   let pending = null;
   const views = live.map(f => f.result.view);
-  const own_ = views.map(v => Object.prototype.hasOwnProperty.call(v, 'runAsync'));
+  const hadOwn = views.map(v => Object.prototype.hasOwnProperty.call(v, 'runAsync'));
   const originals = views.map(v => v.runAsync);
   views.forEach((v, k) => {
     v.runAsync = function () { const p = originals[k].apply(this, arguments); if (pending) pending.push(p); return p; };
@@ -220,7 +220,7 @@ SLIDER_MOVES = """async ([index, moves]) => {
       drawn = now;
     }
   } finally {
-    views.forEach((v, k) => { if (own_[k]) v.runAsync = originals[k]; else delete v.runAsync; });
+    views.forEach((v, k) => { if (hadOwn[k]) v.runAsync = originals[k]; else delete v.runAsync; });
   }
   const shared = live.filter(f => f.params.indexOf(name) >= 0).length;
   return {param: name, figure: own.id, shared, rows, unchanged_moves: unchanged};

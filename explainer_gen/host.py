@@ -11,8 +11,9 @@ configuration, this module gives it everything it needs of the explainer:
 - `FENCES` and `register(config, ...)`: the fences and the Markdown extension, put into the
   configuration once; the Zensical host writes the same fences into the configuration it derives;
 - `watched(settings)`: what a server must watch besides the docs and the configuration;
-- `conversion_key(site, src_uri, markdown, config, files)`: what converting a page depends on, by
-  which `mkdocs serve` reuses the conversion of a page that did not change.
+- `conversion_inputs(config, files)` and `conversion_key(site, src_uri, markdown, inputs)`: what
+  converting a page depends on, by which `mkdocs serve` reuses the conversion of a page that did
+  not change.
 
 It reads MkDocs' configuration and file objects, which both hosts have (Zensical reads the same
 `mkdocs.yml`), and nothing of either host's own machinery.
@@ -98,13 +99,18 @@ def watched(settings: Settings) -> list[Path]:
     return [settings.catalogue_path, MODELS_ROOT, PACKAGE_ROOT]
 
 
-def conversion_key(site: SiteBuild, src_uri: str, markdown: str, config, files) -> str:
-    """Everything converting the page `src_uri` from `markdown` depends on, hashed: what the build
-    puts into it (`SiteBuild.conversion_key`), every file's path and URL (its links are resolved
-    against them, and checked), and the Markdown settings and link validation it runs with."""
+def conversion_inputs(config, files) -> str:
+    """What converting any page of a build depends on besides its own Markdown, hashed once a
+    build: every file's path and URL (links are resolved against them, and checked), and the
+    Markdown settings and link validation the conversion runs with."""
     def named(o) -> str:  # an extension object or a fence's function, by what it is, not where it lives
         return getattr(o, "__qualname__", None) or f"{type(o).__module__}.{type(o).__qualname__}"
     settings = json.dumps([config.markdown_extensions, config.mdx_configs, config.use_directory_urls,
                            repr(config.validation)], default=named, sort_keys=True)
-    return digest(site.conversion_key(src_uri, markdown), sorted((f.src_uri, f.dest_uri, f.url) for f in files),
-                  settings)
+    return digest(sorted((f.src_uri, f.dest_uri, f.url) for f in files), settings)
+
+
+def conversion_key(site: SiteBuild, src_uri: str, markdown: str, inputs: str) -> str:
+    """Everything converting the page `src_uri` from `markdown` depends on, hashed: what the build
+    puts into it (`SiteBuild.conversion_key`) and the build's `conversion_inputs`."""
+    return digest(site.conversion_key(src_uri, markdown), inputs)

@@ -34,6 +34,7 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
     rendering = None  # src_uri of the page MkDocs is converting
     served = False    # whether `mkdocs serve` has built once in this process
     converting = None  # (page, key, warning count) of a conversion `mkdocs serve` may reuse later
+    conversion_inputs = None  # host.conversion_inputs of this build, once its first page is converted
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
         self.command, self.dirty = command, dirty
@@ -72,6 +73,7 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
             settings = dataclasses.replace(settings, workers=1)
         self.served = self.command == "serve"
         self.site = self.core.SiteBuild(settings, self.core.CODE, self.memory)
+        self.conversion_inputs = None
         try:
             generated = self.core.host.collect(self.site, config, files)
         except self.core.SourceError as exc:
@@ -94,10 +96,13 @@ class ExplainerPlugin(BasePlugin[ExplainerConfig]):
     def _reuse_conversion(self, markdown: str, page, config: MkDocsConfig, files: Files) -> None:
         """Under `mkdocs serve`, a page converted before, at an earlier rebuild in this process, from
         the same Markdown with the same links, settings and everything the build puts into it
-        (host.conversion_key), is not converted again: MkDocs' `render` of the page sets what that
-        conversion set. A prose save converts the page saved, and no other. A conversion that
-        logged a warning is never reused, so each rebuild says it again."""
-        key = self.core.host.conversion_key(self.site, page.file.src_uri, markdown, config, files)
+        (host.conversion_key, host.conversion_inputs), is not converted again: MkDocs' `render`
+        of the page sets what that conversion set. A prose save converts the page saved, and no
+        other. A conversion that logged a warning is never reused, so each rebuild says it again."""
+        host = self.core.host
+        if self.conversion_inputs is None:  # the same for every page of the build (files, settings)
+            self.conversion_inputs = host.conversion_inputs(config, files)
+        key = host.conversion_key(self.site, page.file.src_uri, markdown, self.conversion_inputs)
         kept = self.memory.get("converted", key)
         if kept is not None:
             def render(config: MkDocsConfig, files: Files) -> None:

@@ -1,7 +1,8 @@
 """A prose save under `mkdocs serve` converts the page saved and no other (plugin._reuse_conversion,
-keyed by host.conversion_key), and every rebuild gives the site a clean build of the same sources
-gives: a page's conversion is reused only while its Markdown, the build's work on it, its links
-and the Markdown settings are what they were, and one that warned is never reused.
+keyed by host.conversion_key and host.conversion_inputs), and every rebuild gives the site a clean
+build of the same sources gives: a page's conversion is reused only while its Markdown, the build's
+work on it, its links and the Markdown settings are what they were, and one that warned is never
+reused.
 
 The builds are `mkdocs serve`'s, in this process (helpers.serve_build), on a scratch copy of the
 site that keeps the batching page whole and the other explainers as stubs, with the run's cache.
@@ -115,8 +116,7 @@ def test_a_conversion_that_warned_is_converted_again_and_warns_again(project, tm
 def test_negative_control_a_key_blind_to_the_links_serves_stale_pages(project, tmp_path, monkeypatch):
     """Without the files and the Markdown settings in the key, a change of the headings' permalink
     sign leaves every page as it was: the comparison with a clean build catches it."""
-    monkeypatch.setattr(host, "conversion_key", lambda site, src_uri, markdown, config, files:
-                        site.conversion_key(src_uri, markdown))
+    monkeypatch.setattr(host, "conversion_inputs", lambda config, files: "")
     config, site = project / "mkdocs.yml", tmp_path / "served"
     assert serve_build(site, config).returncode == 0
     config.write_text(config.read_text().replace("permalink: true", "permalink: \"#\"", 1))

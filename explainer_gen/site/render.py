@@ -77,14 +77,17 @@ class Renderer:
         """The page's converted HTML with its cross-references resolved. The same HTML with the same
         cross-references is linked once in a process: a prose save under `mkdocs serve` links
         only the page saved (the first use of each term is found anew on every page otherwise)."""
-        key = digest(src_uri, html, self._refs_key)
-        linked = self.memory.get("page-html", key) if self.memory is not None else None
-        if linked is None:
-            linked = refs.page_html(self.model.refs, src_uri, html, self.model.urls,
-                                    self._link(self.model.sources[src_uri]))
+        return self._kept("page-html", digest(src_uri, html, self._refs_key), lambda: refs.page_html(
+            self.model.refs, src_uri, html, self.model.urls, self._link(self.model.sources[src_uri])))
+
+    def _kept(self, namespace: str, key: str, make):
+        """`make()`, kept by `key` in this process's memory (when given) for the next build."""
+        made = self.memory.get(namespace, key) if self.memory is not None else None
+        if made is None:
+            made = make()
             if self.memory is not None:
-                self.memory.put("page-html", key, linked)
-        return linked
+                self.memory.put(namespace, key, made)
+        return made
 
     def _link(self, source: PageSource):
         """Site path -> the `href` or `src` to write into `source`'s page (see `links`)."""
@@ -102,12 +105,7 @@ class Renderer:
         key = digest(src_uri, output, self.model.page_keys.get(src_uri, ""), vars(self.chrome),
                      vars(card) if card is not None else None, self.model.site_url,
                      source.url if source is not None else None, info.description if info is not None else None)
-        finished = self.memory.get("finished-page", key) if self.memory is not None else None
-        if finished is None:
-            finished = self._finish(source, src_uri, output, card)
-            if self.memory is not None:
-                self.memory.put("finished-page", key, finished)
-        return finished
+        return self._kept("finished-page", key, lambda: self._finish(source, src_uri, output, card))
 
     def _finish(self, source: PageSource | None, src_uri: str, output: str, card) -> str:
         build = self.model.pages.get(src_uri) if source is not None else None
