@@ -28,6 +28,12 @@ class Classes:
     switch_note: str = "eg-switch-note"  # why some switch choices are greyed out
     announce: str = "eg-announce"      # the polite live region
     card: str = "eg-card"              # a hover card, left out of what is announced
+    how: str = "eg-how"                # a computed number's link to its entry in "How the numbers are computed"
+    how_same: str = "eg-how-same"      # in an entry: "made as in entry N", a link to where it is written out
+    how_parts: str = "eg-how-parts"    # in an entry: the derivations of the terms it combines
+    how_card: str = "eg-how-card"      # the one card of a page's numbers (the loader makes it; also its id)
+    how_open: str = "eg-how-open"      # on the number whose card is open: what the card is placed beside
+    how_moved: str = "eg-how-moved"    # in the card: the number has moved from the page's starting settings
     exports: str = "eg-exports"        # a figure's buttons that save or share it (the loader makes them)
     exports_note: str = "eg-exports-note"  # what the last of those buttons did ("Link copied")
 

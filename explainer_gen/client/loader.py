@@ -30,6 +30,7 @@ PARTS = {
     "base.js": "what the others share: FACTS' names, the page and reader's state, fetching, pauses",
     "controls.js": "the sliders and the switch: the reader's state, snapped, shown, and kept in the URL",
     "numbers.js": "the prose's numbers: the text at the reader's position, on screen first",
+    "how.js": "each computed number's card: how it is made, beside it on hover, focus or a tap",
     "descriptions.js": "what a screen reader hears: figures' descriptions and the changes announced",
     "figures.js": "figures going live: the Vega bundle, data by scenario, one figure per task; following the sliders",
     "exports.js": "figures leaving the page: their files and links, and in print at the reader's state",

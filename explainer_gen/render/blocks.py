@@ -194,7 +194,7 @@ def number_span(result: NumberResult) -> str:
     span = f'<span class="eg-num"{attrs}>{esc(result.default)}</span>'
     if not result.how:  # a phrase: read, not derived
         return span
-    return f'<a class="eg-how" href="#{esc(how.entry_id(result.id))}">{span}</a>'
+    return f'<a class="{CLASS.how}" href="#{esc(how.entry_id(result.id))}">{span}</a>'
 
 
 def substitute_numbers(markdown: str, page: PageBuild, path: str) -> str:

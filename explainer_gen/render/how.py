@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Iterable
 
+from ..names import CLASS
 from .markup import SEARCH_EXCLUDE, md_safe as esc
 
 HEADING = "How the numbers are computed"
@@ -47,7 +48,7 @@ class _Writer:
 
     def seen(self, d: dict) -> str:
         anchor, n = self.first[_key(d)]
-        return f'<p class="eg-how-same">Made as in <a href="#{esc(anchor)}">entry {n}</a>.</p>'
+        return f'<p class="{CLASS.how_same}">Made as in <a href="#{esc(anchor)}">entry {n}</a>.</p>'
 
     def body(self, d: dict, depth: int, anchor: str) -> str:
         """`d` in full, remembered as written at `anchor`."""
@@ -65,7 +66,7 @@ class _Writer:
             out.append('<p class="eg-how-sources">Source' + ("s" if len(d["sources"]) > 1 else "") + ": "
                        + "; ".join(esc(s) for s in d["sources"]) + "</p>")
         if d["parts"]:
-            out.append('<ul class="eg-how-parts">' + "".join(self.part(p, depth + 1) for p in d["parts"]) + "</ul>")
+            out.append(f'<ul class="{CLASS.how_parts}">' + "".join(self.part(p, depth + 1) for p in d["parts"]) + "</ul>")
         return "".join(out)
 
     def part(self, d: dict, depth: int) -> str:

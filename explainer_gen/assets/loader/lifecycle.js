@@ -63,6 +63,7 @@ function teardown() {
 
 function init() {
   teardown();
+  resetHowCard(); // how.js: the numbers' card, on any page with computed numbers
   var gen = generation;
   var root = document.querySelector(dot(CLS.page) + having(ATTR.page));
   if (!root) return;
@@ -134,6 +135,7 @@ function start(gen, root) {
   }).catch(report);
 }
 
+howListen();
 new MutationObserver(retheme).observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
 window.explainerGen = {
   figures: function () { return figures.filter(function (f) { return f.result; }); },

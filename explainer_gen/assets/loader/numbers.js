@@ -54,6 +54,7 @@ function renderNumbers(nearOnly) {
   }
   farStale = skipped;
   if (!nearOnly) cancel("numbers");
+  refreshHowCard(); // how.js
 }
 
 function renderNumbersSoon() {
