@@ -378,7 +378,9 @@ def test_each_figure_displays_one_picture_before_and_after_it_goes_live(site, ba
     """One walk over every page for each host, scheme and screen, every figure made live on it.
     Beside the pictures: each page loads cleanly (nothing logged or failed, no other host), and
     on the desktop screen, with its figures live, it has no accessibility violation (axe), every
-    live view is a named image, and printed it shows what test 4 below asks of print."""
+    live view is a named image, and printed it shows what test 4 below asks of print; and every
+    computed number's card shows as NUMBER_CARDS asks (axe reads each page with the tallest open,
+    and print hides it)."""
     from axe_playwright_python.sync_playwright import Axe
 
     from conftest import PageWatch
@@ -393,11 +395,19 @@ def test_each_figure_displays_one_picture_before_and_after_it_goes_live(site, ba
     problems: list[str] = []
     figures_seen = 0
     try:
+        numbers = 0
+
         def after_page(path):
+            nonlocal numbers
+            page.evaluate(OPEN_TALLEST)  # axe reads the page with a number's card open; print hides it
             found = page_is_clean(page, watch, path, axe)
+            if not phone:
+                found += printed_problems(page, path)
+            count, cards = number_cards_problems(page, path)
+            numbers += count
             if scheme == "light":  # where labels go is the same in either scheme
                 found += ends_problems(page, path)
-            return found if phone else found + printed_problems(page, path)
+            return found + cards
         for name, fig, live in figures_gone_live(page, base_url, built_pages(site), scheme, phone, problems,
                                                  after_page):
             muted = PALETTE["muted"][index]
@@ -415,6 +425,7 @@ def test_each_figure_displays_one_picture_before_and_after_it_goes_live(site, ba
     finally:
         context.close()
     assert figures_seen >= len(figure_pages(site)) > 0 and len(built_pages(site)) >= 4
+    assert numbers >= 300  # every explainer's computed numbers
     assert not problems, "\n".join(problems)
 
 
@@ -897,7 +908,67 @@ def test_without_javascript_each_figure_displays_one_picture_and_its_table(site,
 PRINTED = """() => { const shown = SHOWN, all = s => [...document.querySelectorAll(s)];
   return {notLive: all('.eg-figure[data-eg-figure]').filter(f => !f.classList.contains('eg-live')).length,
           views: all('.eg-figure[data-eg-figure] .eg-view').filter(shown).length,
-          controls: all('input[type=range], .eg-scenario').filter(shown).length}; }""".replace("SHOWN", SHOWN)
+          controls: all('input[type=range], .eg-scenario').filter(shown).length,
+          cards: all('.eg-card').filter(shown).length}; }""".replace("SHOWN", SHOWN)
+
+
+# -- each computed number's card (issue 37) -----------------------------------------------------
+
+# Every computed number on the page, in turn scrolled to the bottom of the window (where a card
+# below it has no room, and a phone docks its card) and focused as Tab focuses it: its card is displayed, described to a screen reader as the number's
+# description, inside the window without covering the number or widening the page, in the page's
+# scheme, reachable by Tab where it scrolls, and opens with the head of the entry the number links
+# to, which is in "How the numbers are computed"; Escape closes it.
+NUMBER_CARDS = """() => {
+  const out = [], card = () => document.getElementById('eg-how-card');
+  const bodyBg = getComputedStyle(document.body).backgroundColor;
+  const esc = new KeyboardEvent('keydown', {key: 'Escape', bubbles: true});
+  const links = [...document.querySelectorAll('a.eg-how')];
+  for (const [i, a] of links.entries()) {
+    const name = `number ${i + 1} (${a.textContent.trim()})`;
+    a.scrollIntoView({block: 'end'});
+    a.focus();
+    const c = card();
+    if (!c) { out.push(`${name}: no card`); continue; }
+    const s = getComputedStyle(c), r = c.getBoundingClientRect(), l = a.getBoundingClientRect();
+    if (s.display === 'none' || r.width === 0 || r.height === 0) { out.push(`${name}: its card is not displayed on focus`); continue; }
+    if (a.getAttribute('aria-describedby') !== c.id || c.getAttribute('role') !== 'tooltip')
+      out.push(`${name}: not described by its card (${a.getAttribute('aria-describedby')}, role ${c.getAttribute('role')})`);
+    if (r.left < -0.5 || r.top < -0.5 || r.right > innerWidth + 0.5 || r.bottom > innerHeight + 0.5)
+      out.push(`${name}: its card [${[r.left, r.top, r.right, r.bottom].map(Math.round)}] leaves the ${innerWidth}x${innerHeight} window`);
+    if (r.left < l.right - 0.5 && l.left < r.right - 0.5 && r.top < l.bottom - 0.5 && l.top < r.bottom - 0.5)
+      out.push(`${name}: its card covers it`);
+    if (document.documentElement.scrollWidth > innerWidth) out.push(`${name}: with its card open the page scrolls sideways`);
+    if (s.backgroundColor !== bodyBg) out.push(`${name}: card background ${s.backgroundColor}, page ${bodyBg}`);
+    if (c.scrollHeight > c.clientHeight + 1 && c.tabIndex !== 0) out.push(`${name}: its card scrolls but Tab cannot reach it`);
+    const entry = a.hash && document.getElementById(decodeURIComponent(a.hash.slice(1)));
+    if (!entry || entry.tagName !== 'LI' || !entry.closest('ol.eg-how-list')) { out.push(`${name}: links to ${a.hash}, not an entry of How the numbers are computed`); }
+    else if (c.firstElementChild.textContent !== entry.firstElementChild.textContent)
+      out.push(`${name}: its card opens with ${JSON.stringify(c.firstElementChild.textContent)}, its entry with ${JSON.stringify(entry.firstElementChild.textContent)}`);
+    document.activeElement.dispatchEvent(esc);
+    if (getComputedStyle(c).display !== 'none' || a.hasAttribute('aria-describedby')) out.push(`${name}: Escape does not close its card`);
+  }
+  document.activeElement.blur();
+  return {count: links.length, problems: out};
+}"""
+
+# The number whose card is tallest, its card left open (for axe, and for print to hide).
+OPEN_TALLEST = """() => {
+  let best = null, most = -1;
+  for (const a of document.querySelectorAll('a.eg-how')) {
+    a.focus();
+    const c = document.getElementById('eg-how-card');
+    if (c && c.scrollHeight > most) { most = c.scrollHeight; best = a; }
+  }
+  if (best) { best.scrollIntoView({block: 'center'}); best.focus(); }
+  return !!best;
+}"""
+
+
+def number_cards_problems(page, path: str) -> tuple[int, list[str]]:
+    """How many computed numbers the page has, and what is wrong with their cards (NUMBER_CARDS)."""
+    got = page.evaluate(NUMBER_CARDS)
+    return got["count"], [f"{path}: {p}" for p in got["problems"]]
 
 
 def printed_problems(page, path: str) -> list[str]:
@@ -915,6 +986,7 @@ def printed_problems(page, path: str) -> list[str]:
         problems = [f"{path}: a figure is not live when printed"] * printed["notLive"]
         problems += [f"{path}: a live view is shown in print"] * printed["views"]
         problems += [f"{path}: a control is shown in print"] * printed["controls"]
+        problems += [f"{path}: a card is shown in print"] * printed["cards"]
         return problems + static_pictures_problems(figures, path, " (print)")
     finally:
         page.emulate_media(media="screen")

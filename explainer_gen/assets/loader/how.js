@@ -167,9 +167,9 @@ function howListen() {
   // Focus leaving a number or its card for anywhere but the other closes the card (unless the
   // pointer rests on the number).
   document.addEventListener("focusout", function (e) {
-    if (!howCard || !howCard.link) return;
     var link = howLink(e.target), to = e.relatedTarget;
     if (link && howMuted === link) howMuted = null;
+    if (!howCard || !howCard.link) return;
     if (link !== howCard.link && !howCard.el.contains(e.target)) return;
     if (to && (to === howCard.link || howCard.el.contains(to))) return;
     if (!howCard.link.matches(":hover") && !howCard.el.matches(":hover")) closeHowCard();
