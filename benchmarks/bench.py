@@ -4,6 +4,7 @@ targets ("ok"/"MISS"); asserts nothing.
     python benchmarks/bench.py            # everything (several minutes: 12 Lighthouse runs)
     python benchmarks/bench.py --no-browser [--no-scale]
     python benchmarks/bench.py --keep-lighthouse DIR   # also keep every Lighthouse JSON report
+    python benchmarks/bench.py --lighthouse SITE       # only Lighthouse, on a built site
 
 Targets (from the issues):
   build    (issue 15, as whole `mkdocs build` processes, Python's start-up included, on this
@@ -829,6 +830,7 @@ def main() -> None:
     ap.add_argument("--phone", action="store_true", help="only what the phone's layout costs (one cold build)")
     ap.add_argument("--keep-lighthouse", type=Path, metavar="DIR", help="copy every Lighthouse JSON report here")
     ap.add_argument("--sliders", type=Path, metavar="SITE", help="only the slider timings, of a built site")
+    ap.add_argument("--lighthouse", type=Path, metavar="SITE", help="only Lighthouse, on a built site")
     ap.add_argument("--prose-save", action="store_true", help="only a prose save under mkdocs serve (one cold build first)")
     args = ap.parse_args()
     if args.prose_save:
@@ -836,6 +838,9 @@ def main() -> None:
         return
     if args.sliders:
         print_slider(slider_latency(args.sliders))
+        return
+    if args.lighthouse:
+        print_lighthouse(lighthouse_pages(args.lighthouse, keep=args.keep_lighthouse), 3)
         return
     if args.one_build:
         one_build(*args.one_build)
