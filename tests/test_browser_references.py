@@ -98,19 +98,20 @@ def test_feed_and_glossary_pages_are_clean(page, base_url):
 # -- a computed number's card (issue 37) ----------------------------------------------------------
 
 ROOFLINE = "explainers/roofline/"
-HOW_CARD = "eg-how-card"  # names.CLASS.how_card: the loader gives the page's one card that id
+PROMPT = "a.eg-how:has([data-eg-num='n1'])"  # the prompt length, as the prose shows it (slider 'prompt')
 
 # The open card as a reader gets it: displayed or not, its box, the head and the note it opens with,
-# and the head of the entry the focused or hovered number links to.
+# what describes the number, and the head of the entry the number links to.
 HOW_CARD_STATE = """sel => {
   const c = document.getElementById('eg-how-card'), a = document.querySelector(sel);
   const entry = a && a.hash && document.getElementById(a.hash.slice(1));
   const r = c ? c.getBoundingClientRect() : {};
   const moved = c && c.querySelector('.eg-how-moved strong');
+  const described = a && a.getAttribute('aria-describedby');
   return {shown: !!c && getComputedStyle(c).display !== 'none' && r.height > 0, box: [r.left, r.top, r.right, r.bottom],
           head: c && c.firstElementChild ? c.firstElementChild.textContent : null,
           moved: moved ? moved.textContent : null, number: a && a.textContent,
-          described: a && a.getAttribute('aria-describedby'),
+          description: described ? described.split(' ').map(id => document.getElementById(id).textContent).join(' ') : null,
           rem: parseFloat(getComputedStyle(document.documentElement).fontSize),
           entryHead: entry ? entry.firstElementChild.textContent : null, hash: location.hash, width: innerWidth};
 }"""
@@ -120,58 +121,98 @@ def how_card(page, selector: str) -> dict:
     return page.evaluate(HOW_CARD_STATE, selector)
 
 
+def move_prompt(page, value: str, shown: str) -> None:
+    """The page's prompt-length slider to `value`, as a reader's move, until the prose shows `shown`."""
+    page.locator("input[data-eg-param='prompt']").first.evaluate(
+        "(el, v) => { el.value = v; el.dispatchEvent(new Event('input', {bubbles: true})); }", value)
+    page.wait_for_function("([sel, shown]) => document.querySelector(sel).textContent === shown", arg=[PROMPT, shown])
+
+
 def test_a_number_s_card_opens_by_keyboard_and_pointer_and_says_when_its_number_has_moved(page, base_url):
-    """Tab to the first computed number: its card shows its entry's head and describes it; Escape
-    closes it. The pointer resting on a number opens its card and leaving it closes it. Once the
-    prompt-length slider has moved, the card of the number that shows it says what the number now
-    is, above the derivation at the starting settings; moved back, the note goes."""
+    """Tab to the first computed number: its card shows its entry's head, which describes the number;
+    Escape closes it. The pointer resting on a number opens its card, leaving closes it, and after
+    Escape the card stays shut until the pointer has left the number. Once the prompt-length slider
+    has moved, the card of the number that shows it says what the number now is, above the
+    derivation at the starting settings, also while open as the slider moves; moved back, the note
+    goes. Enter follows the number's link and closes its card."""
     page.goto(base_url + ROOFLINE)
     page.wait_for_load_state("networkidle")
     tab_to(page, "a.eg-how")
     got = how_card(page, "a.eg-how:focus")
-    assert got["shown"] and got["described"] == HOW_CARD and got["head"] == got["entryHead"] and got["moved"] is None, got
+    assert got["shown"] and got["head"] == got["entryHead"] == got["description"] and got["moved"] is None, got
     page.keyboard.press("Escape")
     assert not how_card(page, "a.eg-how:focus")["shown"]
+    page.evaluate("document.activeElement.blur()")
 
-    # The prompt length, as the prose shows it (its entry: "set by the slider 'Prompt length ...'").
-    prompt = "a.eg-how:has([data-eg-num='n1'])"
-    page.locator(prompt).first.hover()
-    got = how_card(page, prompt)
+    number = page.locator(PROMPT).first
+    number.hover()
+    got = how_card(page, PROMPT)
     assert got["shown"] and "Prompt length" in got["head"] and got["moved"] is None, got
+    page.keyboard.press("Escape")
+    assert not how_card(page, PROMPT)["shown"]
+    number.hover(position={"x": 2, "y": 2})  # still on the number: Escape holds
+    assert not how_card(page, PROMPT)["shown"]
+    page.mouse.move(0, 0)
+    number.hover()  # back on it after leaving: the card opens again
+    assert how_card(page, PROMPT)["shown"]
     page.mouse.move(0, 0)
     page.wait_for_timeout(500)  # past the pause the pointer has to reach the card (how.js, HOW_CLOSE_MS)
-    assert not how_card(page, prompt)["shown"]
+    assert not how_card(page, PROMPT)["shown"]
 
-    slider = page.locator("input[data-eg-param='prompt']").first
-    for value, moved in (("4096", "4,096"), ("2048", None)):
-        slider.evaluate("(el, v) => { el.value = v; el.dispatchEvent(new Event('input', {bubbles: true})); }", value)
-        page.wait_for_function("sel => document.querySelector(sel).textContent.trim() === (arguments[1] || '2,048')"
-                               .replace("arguments[1]", repr(moved or "2,048")), arg=prompt)
-        page.locator(prompt).first.focus()
-        got = how_card(page, prompt)
+    for value, shown, moved in (("4096", "4,096", "4,096"), ("2048", "2,048", None)):
+        move_prompt(page, value, shown)
+        number.focus()
+        got = how_card(page, PROMPT)
         assert got["shown"] and got["moved"] == moved and got["head"] == got["entryHead"], (value, got)
-        page.keyboard.press("Escape")
-        page.evaluate("document.activeElement.blur()")  # the reader moves on, so the next focus opens it again
+        assert got["description"] == got["head"] + (f" With the settings now on the page it is {moved}; below is how it "
+                                                    "is made at the page's starting settings." if moved else ""), got
+        page.evaluate("document.activeElement.blur()")
+    number.focus()
+    move_prompt(page, "1024", "1,024")  # the card open as the slider moves
+    assert how_card(page, PROMPT)["moved"] == "1,024"
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => location.hash === '#how-n1'")
+    assert not how_card(page, PROMPT)["shown"]
     page.watch.assert_clean()
 
 
 def test_on_a_phone_a_tap_opens_a_number_s_card_docked_below_it_and_a_second_tap_follows_its_link(browser, base_url):
+    """The decode step, at the bottom of a phone's screen (where its docked card would cover it), is
+    tapped: its card spans the bottom of the screen and the page scrolls so the number shows above
+    it. A tap elsewhere closes it. Another number, in the middle of the screen (so that no scroll
+    moves it from under the finger), is tapped: its card opens and the page stays where it is; a
+    second tap follows the number's link, and the card closes."""
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     page = context.new_page()
+
+    def tap(selector: str, block: str) -> dict:
+        page.locator(selector).first.evaluate("(a, block) => a.scrollIntoView({block})", block)
+        box = page.locator(selector).first.bounding_box()
+        page.touchscreen.tap(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        return box
+
     try:
         page.goto(base_url + ROOFLINE)
         page.wait_for_load_state("networkidle")
-        number = "a.eg-how:has([data-eg-num='n3'])"  # the decode step, whose derivation is long
-        page.locator(number).first.tap()
-        got = how_card(page, number)
+        step = "a.eg-how:has([data-eg-num='n3'])"  # the decode step, whose derivation is long
+        tap(step, "end")
+        got = how_card(page, step)
         left, top, right, bottom = got["box"]
         assert got["shown"] and got["hash"] == "" and got["head"] == got["entryHead"], got
         margin = got["rem"] / 2  # docked .5rem in from the window's sides (explainer.css)
         assert left == pytest.approx(margin, abs=1) and right == pytest.approx(got["width"] - margin, abs=1), got
-        number_box = page.locator(number).first.bounding_box()
-        assert number_box["y"] + number_box["height"] <= top, (number_box, got)  # the number shows above it
-        page.locator(number).first.tap()
-        page.wait_for_function("() => location.hash === '#how-n3'")
-        assert not how_card(page, number)["shown"]
+        box = page.locator(step).first.bounding_box()
+        assert box["y"] + box["height"] <= top, (box, got)  # the number shows above it
+        page.touchscreen.tap(5, 200)
+        assert not how_card(page, step)["shown"]
+
+        ratio = "a.eg-how:has([data-eg-num='n5'])"  # prefill in decode steps
+        before = tap(ratio, "center")
+        got = how_card(page, ratio)
+        assert got["shown"] and got["hash"] == "" and got["head"] == got["entryHead"], got
+        assert page.locator(ratio).first.bounding_box()["y"] == pytest.approx(before["y"], abs=1)
+        tap(ratio, "center")
+        page.wait_for_function("() => location.hash === '#how-n5'")
+        assert not how_card(page, ratio)["shown"]
     finally:
         context.close()

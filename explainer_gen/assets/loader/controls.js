@@ -102,13 +102,17 @@ function movedControls() {
   return out;
 }
 
+// Whether the reader's state is the page's as built: in all (isDefault), or in what one number
+// depends on (atDefault: the switch, FACTS.scenario, or a slider's name).
+function atDefault(dep) {
+  if (dep === FACTS.scenario) return state.scenario === page.default;
+  var input = inputs(dep)[0];
+  var def = input ? +input.defaultValue : (page.sliders[dep] || {}).default;
+  return state.sliders[dep] === def;
+}
+
 function isDefault() {
-  if (state.scenario !== page.default) return false;
-  return Object.keys(state.sliders).every(function (name) {
-    var input = inputs(name)[0];
-    var def = input ? +input.defaultValue : (page.sliders[name] || {}).default;
-    return state.sliders[name] === def;
-  });
+  return atDefault(FACTS.scenario) && Object.keys(state.sliders).every(atDefault);
 }
 
 // The URL's query with the reader's state in it: what differs from the page as built.

@@ -78,6 +78,7 @@ function embed(fig, gen) {
   var token = fig.embedding = {};
   var made = { scenario: null, sliders: {}, scheme: null }; // the state the view is made at
   return Promise.all([fetchJSON(fig.url), chartFonts()]).then(function (got) {
+    if (gen !== generation || fig.embedding !== token) return null; // the page changed while it came
     fig.payload = checked("figure " + fig.url, got[0]);
     describeFigure(fig);
     made.scenario = state.scenario;

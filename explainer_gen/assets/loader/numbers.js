@@ -41,6 +41,7 @@ function renderNumber(span, scenario) {
   if (text !== undefined && span.textContent !== text) {
     span.textContent = text;
     changed.add(span);
+    if (howCard && howCard.link && howCard.link.contains(span)) refreshHowCard(); // how.js
   }
 }
 
@@ -54,7 +55,7 @@ function renderNumbers(nearOnly) {
   }
   farStale = skipped;
   if (!nearOnly) cancel("numbers");
-  refreshHowCard(); // how.js
+  refreshHowCard(); // how.js: the note may change with the state, the number's text or not
 }
 
 function renderNumbersSoon() {
