@@ -18,6 +18,7 @@ put in, then each term's own derivation.
 from __future__ import annotations
 
 import ast
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -65,32 +66,18 @@ class Derivation:
 
     def substituted(self) -> str:
         """The formula with each symbol replaced by its value, in units a reader can check."""
-        tree = _floored(ast.parse(self.formula, mode="eval"))
-        # A value a reader could misread without brackets gets them: one with a unit or a sign under
-        # a power or a sign of its own (1.50 ms^2 is not (1.50 ms)^2, -3^2 is not (-3)^2), and a
-        # negative one after a minus or a division.
-        bracket: set[int] = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
-                bracket.update((id(node.left), id(node.right)))
-            elif isinstance(node, ast.UnaryOp):
-                bracket.add(id(node.operand))
-            elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Sub, ast.Div, ast.Mult)):
-                bracket.add(-id(node.right))  # only if negative
-
-        class Put(ast.NodeTransformer):
-            def visit_Name(self, node):
-                s = symbols.get(node.id)
-                if not s:
-                    return node
-                text = s.value if isinstance(s.value, str) else show(s.value, s.dim)
-                if (id(node) in bracket and (" " in text or "\u00a0" in text or text.startswith("-"))) or \
-                        (-id(node) in bracket and text.startswith("-")):
-                    text = f"({text})"
-                return ast.Name(id=f"⟨{text}⟩")
-        symbols = self.symbols
-        text = ast.unparse(Put().visit(tree))
-        return _operators(text.replace("⟨", "").replace("⟩", ""))
+        text, slots = _substitution(self.formula)
+        for slot, name, bracket in slots:
+            s = self.symbols.get(name)
+            if s is None:
+                value = name
+            else:
+                value = s.value if isinstance(s.value, str) else show(s.value, s.dim)
+                if (bracket == "any" and (" " in value or "\u00a0" in value or value.startswith("-"))) or \
+                        (bracket == "negative" and value.startswith("-")):
+                    value = f"({value})"
+            text = text.replace(slot, value, 1)
+        return _operators(text)
 
     def to_json(self) -> dict:
         """What a page shows of it, all text: the render layer writes it out, without the models."""
@@ -123,6 +110,32 @@ class Derivation:
         return out
 
 
+@functools.lru_cache(maxsize=None)
+def _substitution(formula: str) -> tuple[str, tuple[tuple[str, str, str], ...]]:
+    """A formula as `substituted` writes it, made once per formula: its text (floor division as a
+    reader writes it) with a slot for each name, and for each slot the name and when its value
+    needs brackets: "any" for one that a reader could misread with a unit or a sign under a power
+    or a sign of its own (1.50 ms^2 is not (1.50 ms)^2, -3^2 is not (-3)^2), "negative" for one
+    after a minus, a division or a product, and "" for none."""
+    tree = _floored(ast.parse(formula, mode="eval"))
+    bracket: dict[int, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+            bracket[id(node.left)] = bracket[id(node.right)] = "any"
+        elif isinstance(node, ast.UnaryOp):
+            bracket[id(node.operand)] = "any"
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Sub, ast.Div, ast.Mult)):
+            bracket.setdefault(id(node.right), "negative")
+    slots: list[tuple[str, str, str]] = []
+
+    class Slot(ast.NodeTransformer):
+        def visit_Name(self, node):
+            slot = f"\x00{len(slots)}\x00"
+            slots.append((slot, node.id, bracket.get(id(node), "")))
+            return ast.Name(id=slot)
+    return ast.unparse(Slot().visit(tree)), tuple(slots)
+
+
 def _floored(tree: ast.AST) -> ast.AST:
     """`a // b` as a reader writes it: floor(a / b)."""
     class Floor(ast.NodeTransformer):
@@ -134,6 +147,7 @@ def _floored(tree: ast.AST) -> ast.AST:
     return Floor().visit(tree)
 
 
+@functools.lru_cache(maxsize=None)
 def _readable(formula: str) -> str:
     """A formula (Python arithmetic over symbols) as a reader writes it: floor(a ÷ b) for a // b,
     then the operators as `_operators` writes them."""
