@@ -1,7 +1,7 @@
 """The theme's start-up restyles no page as a whole (render/chrome.py, issue 11), and the light/dark
 switch that replaces Material's palette component behaves as the reader expects.
 
-Material's bundle (Zensical's too) runs at the end of the body. As it started, it changed <html>,
+Material's bundle (Zensical's too) ran at the end of the body (it is now deferred). As it started, it changed <html>,
 <body>, the head's stylesheets and its color-scheme meta tag, and each change restyled every
 element of a long page. Now the same changes are made before the content exists, and when the
 bundle makes them again, nothing changes. Every check runs on both hosts' builds, and each has a
@@ -26,8 +26,10 @@ BUNDLE = re.compile(r"assets/javascripts/bundle\.[0-9a-f]+\.min\.js")
 
 
 def theme_only(page_html: str) -> str:
-    """The page without what chrome.py adds: the theme's own palette component and start-up."""
+    """The page without what chrome.py adds: the theme's own palette component and start-up, and its
+    bundle read where its tag is."""
     out = page_html.replace(f"<script>{CHROME.start}</script>", "").replace(f"<script>{CHROME.palette}</script>", "")
+    out = re.sub(r'(<script src="[^"]*assets/javascripts/bundle\.[0-9a-f]+\.min\.js") defer', r"\1", out)
     out = out.replace(WAITING_FORM, PALETTE_FORM).replace(REVEAL, "")
     assert out != page_html and WAITING_FORM not in out and CHROME.palette not in out, "chrome.py's additions not found"
     return out
@@ -61,7 +63,19 @@ def open_page(browser, url: str, *, scheme: str = "light", undo=None, init: str 
 # on: an attribute of <html> or <body>, a stylesheet's URL, a color-scheme meta tag. A mutation
 # record is queued even when an attribute is set to the value it has, so a change is a record
 # whose old value differs from the value that follows it.
-LATE_CHANGES = r"""
+# When the theme's bundle runs: the document's readyState as it sets `document$`, the last thing it
+# does as it starts. Deferred (render/chrome.py, DEFER), it runs once the page is parsed
+# ("interactive"), in a task of its own; read where its tag is, it runs while the parser waits
+# ("loading"), in the parser's task, which then holds the page's whole first layout too (the bundle
+# reads the scroll position as it starts).
+BUNDLE_AT = r"""
+Object.defineProperty(window, "document$", {configurable: true, set(value) {
+  Object.defineProperty(window, "document$", {value, writable: true, configurable: true});
+  window.__bundleAt = document.readyState;
+}});
+"""
+
+LATE_CHANGES = BUNDLE_AT + r"""
 window.__late = [];
 (() => {
   const value = (t, name) => t.getAttribute(name);
@@ -100,6 +114,7 @@ class StartUp(NamedTuple):
     scheme: str
     restyles: list[str] | None = None
     large: int | None = None
+    bundle_at: str | None = None  # the document's readyState as the bundle finished starting (BUNDLE_AT)
 
 
 def start_up_of(browser, urls: list[str], init: str = "", trace: bool = False, **options) -> dict[str, StartUp]:
@@ -121,7 +136,8 @@ def start_up_of(browser, urls: list[str], init: str = "", trace: bool = False, *
         for url, _, page in opened:
             assert page.evaluate("() => !!window.document$"), f"the theme's bundle did not start on {url}"
             found[url] = StartUp(page.evaluate("() => window.__late"),
-                                 page.evaluate("() => document.body.getAttribute('data-md-color-scheme')"))
+                                 page.evaluate("() => document.body.getAttribute('data-md-color-scheme')"),
+                                 bundle_at=page.evaluate("() => window.__bundleAt"))
             if trace:
                 elements[url] = page.evaluate("() => document.getElementsByTagName('*').length")
     finally:
@@ -153,6 +169,7 @@ def test_theme_start_up_changes_nothing_the_page_is_styled_by(browser, base_url,
     for scheme in ("light", "dark"):
         found = start_up_of(browser, urls, scheme=scheme, trace=scheme == "light")
         assert {url: s.late for url, s in found.items()} == {url: [] for url in urls}, scheme
+        assert {url: s.bundle_at for url, s in found.items()} == {url: "interactive" for url in urls}, scheme
         if scheme == "light":  # and the browser's own account: no restyle of the whole page
             assert figures <= set(found)
             restyles = {url: (s.restyles, s.large) for url, s in found.items() if url in figures}
@@ -233,13 +250,16 @@ def test_negative_control_the_theme_alone_restyles_the_whole_page(browser, base_
     for path in figure_pages(site)[:2]:
         most, colours, seen = 0, False, []
         for _ in range(3):
-            found, large = restyles_after_bundle(browser, direct(base_url + path), undo=theme_only)
+            url = direct(base_url + path)
+            got = start_up_of(browser, [url], trace=True, undo=theme_only)[url]
+            found, large = got.restyles, got.large
             seen.append((found, large))
             colours = colours or "platform colours changed" in found
             most = max(most, large)
             if colours and most >= 3:
                 break
         assert colours and most >= 3, (path, seen)
+        assert got.bundle_at == "loading", f"{path}: the theme's bundle, read where its tag is, ran {got.bundle_at}"
     # Without their boxes, the theme's re-wrapping of the tables restyles the whole article.
     path = next(p for p in figure_pages(site) if '<div class="eg-table-box">' in (site / p / "index.html").read_text())
     found, _ = restyles_after_bundle(browser, direct(base_url + path), undo=unboxed)

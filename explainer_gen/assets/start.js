@@ -1,7 +1,7 @@
 // explainer-gen: the theme's start-up, done before the page's body exists.
 //
 // Inlined at the end of each page's <head> (render/chrome.py). The theme's bundle, which runs
-// at the end of the body, makes the same three changes. Made there, each one restyles every
+// once the body is parsed, makes the same three changes. Made there, each one restyles every
 // element of a long page (on the speculative-decoding page, each cost 30 to 110 ms on a phone-speed
 // CPU). Made here, while the document is a few dozen elements, they cost nothing, and when the bundle
 // makes them again nothing changes, so nothing is restyled.

@@ -25,6 +25,9 @@ from the title and moves nothing. Without JavaScript the form shows nothing anyw
 hides its buttons until its script runs).
 (The fourth cost, Material re-inserting each Markdown table to wrap it, is met by the
 Markdown extension, which gives each table a box of its own: markdown_ext.py.)
+
+The bundle itself is deferred (`DEFER`, issue 39), so its start-up is a task of its own, after
+the page is parsed, rather than part of the parser's.
 """
 from __future__ import annotations
 
@@ -44,6 +47,14 @@ _FORM = re.compile(re.escape(PALETTE_FORM) + r"(?P<inputs>.*?)</form>"
                    r"(?P<gap>\s*)(?P<script><script>[^<]*__md_get\(\"__palette\"\)[^<]*</script>)?", re.S)
 _HTML_TAG = re.compile(r'<html\b[^>]*\bclass="no-js"[^>]*>')
 _BUNDLE = re.compile(r'<script src="[^"]*assets/javascripts/bundle\.[0-9a-f]+\.min\.js"')
+# The bundle runs once the document is parsed, not where its tag is read (issue 39). Read at the end
+# of the body, it ran in the same task as the parsing before it, and as it starts it reads the
+# scroll position, which lays out everything parsed so far: the page's whole first style and layout
+# and the bundle's start-up made one long task. Deferred, it runs after the page is parsed, still
+# before DOMContentLoaded (which is when it mounts its components, as before), in a task of its own.
+# The loader, deferred as well and earlier in the document, runs first and waits for the bundle's
+# document$ (assets/loader/lifecycle.js).
+DEFER = " defer"
 # Should the bundle fail to load, <html> is as the theme leaves it for a reader without JavaScript.
 RESTORE = ' onerror="document.documentElement.classList.replace(\'js\', \'no-js\')"'
 # Material's search overlay is a dialog without a name; screen readers announce it blank.
@@ -75,7 +86,7 @@ class Chrome:
         page_html = page_html.replace(_SEARCH, NAMED_SEARCH, 1)
         if _HTML_TAG.search(page_html) and "</head>" in page_html and self.start not in page_html:
             page_html = page_html.replace("</head>", f"<script>{self.start}</script></head>", 1)
-            page_html = _BUNDLE.sub(lambda m: m[0] + RESTORE, page_html, count=1)
+            page_html = _BUNDLE.sub(lambda m: m[0] + DEFER + RESTORE, page_html, count=1)
         m = _FORM.search(page_html)
         if not m:
             return page_html

@@ -143,10 +143,14 @@ window.explainerGen = {
   facts: function () { return FACTS; }
 };
 
-if (window.document$ && typeof window.document$.subscribe === "function") {
-  window.document$.subscribe(init); // Material: fires now and after every instant navigation
-} else if (document.readyState === "loading") {
-  document.addEventListener("DOMContentLoaded", init);
-} else {
-  init();
+// Each page Material (or Zensical) shows: its document$ emits for the first page and after every
+// instant navigation. The theme's bundle is deferred (render/chrome.py), so it runs after this
+// script, which is deferred too and comes earlier in the page; document$ is there by
+// DOMContentLoaded, which fires once every deferred script has run. Without the theme, init runs
+// once, then.
+function begin() {
+  if (window.document$ && typeof window.document$.subscribe === "function") window.document$.subscribe(init);
+  else init();
 }
+if (window.document$ || document.readyState === "complete") begin();
+else document.addEventListener("DOMContentLoaded", begin, { once: true });
