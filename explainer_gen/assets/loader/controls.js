@@ -111,6 +111,14 @@ function atDefault(dep) {
   return state.sliders[dep] === def;
 }
 
+// Before the page's state is known: whether the address asks for some control's setting (a shared
+// link, whose state is on its way); otherwise the page shows the state it was built at.
+function addressMovesControls() {
+  return Array.from(new URLSearchParams(location.search).keys()).some(function (key) {
+    return inputs(key).length > 0 || !!document.querySelector("select" + having(ATTR.switch, key));
+  });
+}
+
 function isDefault() {
   return atDefault(FACTS.scenario) && Object.keys(state.sliders).every(atDefault);
 }

@@ -70,12 +70,8 @@ function fileName(fig, ext) {
 // Whether the figure's static picture shows the reader's state: the page's default scenario,
 // and each of the figure's sliders where the figure was built.
 function atBuilt(fig) {
-  if (!state) return !location.search; // a shared link's state is on its way
-  if (state.scenario !== page.default) return false;
-  return fig.params.every(function (name) {
-    var input = fig.el.querySelector(dot(CLS.controls) + " input" + having(ATTR.param, name));
-    return !input || state.sliders[name] === +input.defaultValue;
-  });
+  if (!state) return !addressMovesControls(); // controls.js: a shared link's state is on its way
+  return atDefault(FACTS.scenario) && fig.params.every(atDefault);
 }
 
 // Resolves with `ready()`'s first truthy answer, asked every 50 ms (for ten seconds at most).

@@ -13,7 +13,7 @@
  * derivation at those settings. */
 
 var HOW_CLOSE_MS = 200; // how long the pointer may take to cross from a number to its card
-var howCard = null; // {el, link, byHover, docked} while a page is shown; link: the number whose card is open
+var howCard = null; // {el, link, byHover, docked, shows} while a page is shown; link: the number whose card is open
 var howMuted = null; // the number whose card Escape closed or whose link was followed: shut until the reader moves on
 var howOpenAtTap = null; // the number whose card was open as the last finger went down
 
@@ -34,16 +34,11 @@ function howEntry(link) {
 }
 
 // Whether the number shows the page's starting settings: those its texts depend on are where the
-// page was built (controls.js, atDefault). Before the page's state is known, it is, unless the
-// address asks for some control's setting (a shared link, whose state is on its way).
+// page was built (controls.js: atDefault, and addressMovesControls before the state is known).
 function howAtBuilt(link) {
   var span = link.querySelector(having(ATTR.num));
   if (!span) return true; // a number that never moves
-  if (!state || !page) {
-    return !Array.from(new URLSearchParams(location.search).keys()).some(function (key) {
-      return inputs(key).length || document.querySelector("select" + having(ATTR.switch, key));
-    });
-  }
+  if (!state || !page) return !addressMovesControls();
   var n = page.numbers[span.getAttribute(ATTR.num)];
   return !n || n.deps.every(atDefault);
 }
@@ -86,7 +81,10 @@ function fillHowCard(link, found) {
   });
   el.replaceChildren(body);
   link.setAttribute("aria-describedby", described);
+  howCard.shows = howShows(link);
 }
+
+function howShows(link) { return (howAtBuilt(link) ? "built " : "moved ") + link.textContent; }
 
 // Once filled: a card taller than its room scrolls, and is then reached by Tab; docked at the
 // bottom of a narrow window, it must not cover the number it was opened from by focus or a tap
@@ -118,9 +116,11 @@ function openHowCard(link, byHover) {
   placeHowCard();
 }
 
-// The numbers moved (numbers.js): an open card says how its number now stands.
+// The numbers moved (numbers.js): an open card says how its number now stands. It is filled again
+// only when that changed (what the number shows, or whether it is at the starting settings).
 function refreshHowCard() {
   if (!howCard || !howCard.link) return;
+  if (howCard.shows === howShows(howCard.link)) return;
   var found = howEntry(howCard.link), top = howCard.el.scrollTop;
   if (!found) return;
   fillHowCard(howCard.link, found);
@@ -163,7 +163,7 @@ function resetHowCard() {
   el.className = CLS.card + " " + CLS.how_card;
   el.id = CLS.how_card;
   el.setAttribute("role", "tooltip");
-  howCard = { el: el, link: null, byHover: false, docked: false };
+  howCard = { el: el, link: null, byHover: false, docked: false, shows: null };
 }
 
 function howListen() {

@@ -26,7 +26,11 @@ var farStale = false; // some span away from the screen shows an earlier positio
 function watchNumbers() {
   if (nearNumbers) nearNumbers.disconnect();
   farStale = false;
-  nearNumbers = nearWatcher("50% 0px", function (span) { if (farStale && state) renderNumber(span, currentScenario()); });
+  nearNumbers = nearWatcher("50% 0px", function (span) {
+    if (!farStale || !state) return;
+    renderNumber(span, currentScenario());
+    refreshHowCard(); // how.js
+  });
   Array.prototype.forEach.call(document.querySelectorAll(having(ATTR.num)), nearNumbers.observe);
 }
 
@@ -41,7 +45,6 @@ function renderNumber(span, scenario) {
   if (text !== undefined && span.textContent !== text) {
     span.textContent = text;
     changed.add(span);
-    if (howCard && howCard.link && howCard.link.contains(span)) refreshHowCard(); // how.js
   }
 }
 
@@ -55,7 +58,7 @@ function renderNumbers(nearOnly) {
   }
   farStale = skipped;
   if (!nearOnly) cancel("numbers");
-  refreshHowCard(); // how.js: the note may change with the state, the number's text or not
+  refreshHowCard(); // how.js: an open card follows its number
 }
 
 function renderNumbersSoon() {
