@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -62,32 +63,37 @@ class Derivation:
 
     @property
     def shown(self) -> str:
-        return self.result if isinstance(self.result, str) else show(self.result, self.dim)
+        return _shown_each(self.result, self.dim)
 
     def substituted(self) -> str:
-        """The formula with each symbol replaced by its value, in units a reader can check."""
+        """The formula with each symbol replaced by its value, in units a reader can check (over
+        arrays, as `over_arrays` says: a text at each element)."""
         text, slots = _substitution(self.formula)
-        for slot, name, bracket in slots:
-            s = self.symbols.get(name)
-            if s is None:
-                value = name
-            else:
-                value = s.value if isinstance(s.value, str) else show(s.value, s.dim)
-                if (bracket == "any" and (" " in value or "\u00a0" in value or value.startswith("-"))) or \
-                        (bracket == "negative" and value.startswith("-")):
-                    value = f"({value})"
-            text = text.replace(slot, value, 1)
-        return _operators(text)
+        values = [name if (s := self.symbols.get(name)) is None else _shown_each(s.value, s.dim)
+                  for _, name, _ in slots]
+        if not any(isinstance(v, np.ndarray) for v in values):
+            return _put_in(text, slots, values)
+        each = np.broadcast_arrays(*(np.asarray(v, dtype=object) for v in values))
+        out = np.empty(each[0].shape, dtype=object)
+        for i in np.ndindex(out.shape):
+            out[i] = _put_in(text, slots, [v[i] for v in each])
+        return out
 
-    def to_json(self) -> dict:
-        """What a page shows of it, all text: the render layer writes it out, without the models."""
-        symbols = [[k, s.words or (s.dim.name if s.dim else ""),
-                    s.value if isinstance(s.value, str) else show(s.value, s.dim)] for k, s in self.symbols.items()]
+    def to_json(self, whole: bool = True) -> dict:
+        """What a page shows of it, all text: the render layer writes it out, without the models.
+        Not `whole`: what a number's card shows (render/how.card), each part by its head alone."""
+        symbols = [[k, s.words or (s.dim.name if s.dim else ""), _shown_each(s.value, s.dim)]
+                   for k, s in self.symbols.items()]
         has_formula = self.kind in ("closed form", "combination") and bool(self.formula)
         return {"kind": self.kind, "quantity": self.quantity, "shown": self.shown, "name": self.name,
                 "formula": _readable(self.formula) if has_formula and self.symbols else "",
                 "substituted": self.substituted() if has_formula else "", "symbols": symbols,
-                "method": self.method, "sources": list(self.sources), "parts": [p.to_json() for p in self.parts]}
+                "method": self.method, "sources": list(self.sources),
+                "parts": [p.to_json() if whole else p.head() for p in self.parts]}
+
+    def head(self) -> dict:
+        """What names it and gives its value: how a card shows a part."""
+        return {"kind": self.kind, "quantity": self.quantity, "shown": self.shown, "name": self.name}
 
     def lines(self, depth: int = 0) -> list[str]:
         """The derivation as indented plain text, each part below the whole."""
@@ -108,6 +114,28 @@ class Derivation:
         for p in self.parts:
             out.extend(p.lines(depth + 1))
         return out
+
+
+def _put_in(text: str, slots, values: list[str]) -> str:
+    """A formula's text from `_substitution` with each slot's value shown, bracketed as the slot needs."""
+    for (slot, _, bracket), value in zip(slots, values):
+        if (bracket == "any" and (" " in value or "\u00a0" in value or value.startswith("-"))) or \
+                (bracket == "negative" and value.startswith("-")):
+            value = f"({value})"
+        text = text.replace(slot, value, 1)
+    return _operators(text)
+
+
+def _shown_each(v, dim: Dim | None):
+    """A value as `show` writes it; over an array (a derivation over arrays), an array of texts."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, np.ndarray) and v.ndim:
+        return _SHOW_EACH(v, dim) if v.dtype.kind not in "USO" else v.astype(object)
+    return show(v, dim)
+
+
+_SHOW_EACH = np.frompyfunc(lambda v, dim: show(v, dim), 2, 1)
 
 
 @functools.lru_cache(maxsize=None)
@@ -253,6 +281,12 @@ def show(v: float, dim: Dim | None) -> str:
     if dim is None:
         return f"{v}" if isinstance(v, str) else _digits(float(v))
     v = float(v)
+    return _shown(v, dim) if v != 0.0 else _shown.__wrapped__(v, dim)  # -0.0 and 0.0 are one key
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _shown(v: float, dim: Dim) -> str:
+    """`show` of a number: kept, as a page's derivations show the same values at state after state."""
     base = dim.uncounted
     if base in _SCALES:
         for factor, unit in _SCALES[base]:
@@ -266,22 +300,46 @@ def show(v: float, dim: Dim | None) -> str:
 
 # -- an inline number's derivation at one state -------------------------------------------------------
 
-def explain(text: str, env: dict[str, Any], returns: dict[str, Any], derivers: dict[str, Callable | None],
-            sliders: dict[str, Any], dim: Dim | None = None, scale: float = 1.0) -> Derivation:
-    """The derivation of an inline number's expression under `env` (its vocabulary bound to a
-    scenario, and its sliders' values): the expression with each term call's value put in, then
-    each term's own derivation (`derivers`, the terms' bound derive functions; None where a
-    term declares none). `dim` and `scale`: the number's, as numbers.shape_of found them."""
-    from .numbers import dotted, evaluate, Expr  # the evaluator an inline number is computed by
+@dataclass(frozen=True)
+class _Slot:
+    """One symbol of an inline number's expression as its derivation writes it: a slider's value
+    (`term` empty) or a term call's, with the call's arguments to evaluate and the call as written."""
 
-    # Each distinct term call runs once here: for its part, and again for the whole, from memory.
-    env = {k: remembering(v) if callable(v) and k in returns else v for k, v in env.items()}
+    symbol: str                      # s0, t1, ...: its name in the formula
+    name: str                        # the slider's or the term's name
+    written: str = ""                # the call as the expression writes it (a part's name)
+    args: tuple = ()                 # numbers.Expr each
+    kwargs: tuple = ()               # (keyword, numbers.Expr) each
 
-    def ev(node: ast.AST):
-        return evaluate(Expr(ast.Expression(node), (), frozenset()), env)
 
-    parts: list[Derivation] = []
-    symbols: dict[str, Symbol] = {}
+@dataclass(frozen=True)
+class _Plan:
+    """What an inline number's derivation is at every state: its expression with a symbol in place
+    of each term call and slider, the symbols in order, and the expression itself. It depends on
+    the text alone, so it is made once per expression (`_plan`), not once per state."""
+
+    formula: str
+    slots: tuple[_Slot, ...]
+    whole: Any                       # numbers.Expr of the text
+    calls: frozenset[str]            # every term the text calls, in arguments too
+    slider: str | None = None        # the number is this slider's value
+
+
+_PLANS: dict[tuple, _Plan] = {}
+
+
+def _plan(text: str, returns: dict[str, Any], sliders: dict[str, Any]) -> _Plan:
+    key = (text, tuple(sliders))
+    if key in _PLANS:
+        return _PLANS[key]
+    from .numbers import dotted, Expr  # the evaluator an inline number is computed by
+
+    def expr(node: ast.AST):
+        return Expr(ast.Expression(node), (), frozenset())
+
+    slots: list[_Slot] = []
+    calls = {name for node in ast.walk(ast.parse(text, mode="eval"))
+             if isinstance(node, (ast.Call, ast.Attribute)) and (name := dotted(getattr(node, "func", node))) in returns}
 
     class Put(ast.NodeTransformer):
         def visit_Call(self, node):
@@ -289,7 +347,8 @@ def explain(text: str, env: dict[str, Any], returns: dict[str, Any], derivers: d
             if returns[name].dimension == "as its arguments":  # min, max, abs, round: shown as written
                 node.args = [self.visit(a) for a in node.args]
                 return node
-            return self._term(node, name, [ev(a) for a in node.args], {k.arg: ev(k.value) for k in node.keywords})
+            return self._term(node, name, tuple(expr(a) for a in node.args),
+                              tuple((k.arg, expr(k.value)) for k in node.keywords))
 
         def visit_Constant(self, node):
             if isinstance(node.value, str) and len(node.value) > 40:  # a long phrase: its first words
@@ -297,47 +356,126 @@ def explain(text: str, env: dict[str, Any], returns: dict[str, Any], derivers: d
             return node
 
         def visit_Attribute(self, node):
-            return self._term(node, dotted(node), [], {})
+            return self._term(node, dotted(node), (), ())
 
         def visit_Name(self, node):
             if node.id in sliders:
-                s = f"s{len(symbols)}"
-                symbols[s] = Symbol(float(env[node.id]), NAMED.get(sliders[node.id].dimension, RATIO),
-                                    sliders[node.id].label)
-                return ast.Name(id=s)
+                slots.append(_Slot(f"s{len(slots)}", node.id))
+                return ast.Name(id=slots[-1].symbol)
             return node
 
         def _term(self, node, name, args, kwargs):
-            result = env[name](*args, **kwargs)
-            r = returns[name]
-            dim, unit = r.dim, r.scale
-            if r.dimension == "as published" and r.of_arguments is not None:  # a figure read by its field
-                said = r.of_arguments(*args, **kwargs)
-                dim, unit = said if said is not None else (None, 1.0)
-            arr = np.asarray(result)
-            si = str(arr) if arr.dtype.kind in "USb" else float(arr) * (unit if dim is not None else 1.0)
-            derive = derivers.get(name)
-            if derive is not None:
-                d = derive(*args, **kwargs)
-            else:
-                d = Derivation("not described", r.words, si, dim)
-            parts.append(Derivation(d.kind, d.quantity, d.result, d.dim, d.formula, d.symbols, d.method, d.sources,
-                                    d.parts, name=ast.unparse(node)))
-            s = f"t{len(symbols)}"
-            symbols[s] = Symbol(si, dim, r.words)
-            return ast.Name(id=s)
+            slots.append(_Slot(f"t{len(slots)}", name, ast.unparse(node), args, kwargs))
+            return ast.Name(id=slots[-1].symbol)
 
-    plain = ast.parse(text, mode="eval")
-    if isinstance(plain.body, ast.Name) and plain.body.id in sliders:  # the number is a slider's value
-        s = sliders[plain.body.id]
+    tree = ast.parse(text, mode="eval")
+    slider = tree.body.id if isinstance(tree.body, ast.Name) and tree.body.id in sliders else None
+    formula = ast.unparse(Put().visit(tree))
+    plan = _PLANS[key] = _Plan(formula, tuple(slots), expr(ast.parse(text, mode="eval").body), frozenset(calls), slider)
+    return plan
+
+
+def _number(x, scale: float = 1.0):
+    """A value as a derivation holds it: a number in SI units (`scale` times it) or a phrase; over
+    arrays (`explain` over the sliders' grid), an array of them."""
+    arr = np.asarray(x)
+    if arr.ndim == 0:
+        return str(arr) if arr.dtype.kind in "USb" else float(arr) * scale
+    return arr.astype(str).astype(object) if arr.dtype.kind in "USb" else arr.astype(float) * scale
+
+
+def explain(text: str, env: dict[str, Any], returns: dict[str, Any], derivers: dict[str, Callable | None],
+            sliders: dict[str, Any], dim: Dim | None = None, scale: float = 1.0, remembered: bool = False) -> Derivation:
+    """The derivation of an inline number's expression under `env` (its vocabulary bound to a
+    scenario, and its sliders' values): the expression with each term call's value put in, then
+    each term's own derivation (`derivers`, the terms' bound derive functions; None where a
+    term declares none). `dim` and `scale`: the number's, as numbers.shape_of found them.
+    Each distinct term call runs once: for its part, and again for the whole, from memory; with
+    `remembered`, the env's terms already answer from memory (`remembering`), as `explain_over`'s do."""
+    from .numbers import evaluate
+
+    plan = _plan(text, returns, sliders)
+    if plan.slider is not None:  # the number is a slider's value
+        s = sliders[plan.slider]
         return Derivation(
             "value", s.label, float(env[s.name]), NAMED.get(s.dimension), name=text,
             method=f"set by the slider {s.label!r}, which runs {s.min:g} to {s.max:g} in steps of {s.step:g}")
-    tree = Put().visit(plain)
-    formula = ast.unparse(tree)
-    value_ = evaluate(Expr(ast.parse(text, mode="eval"), (), frozenset()), env)
-    if len(parts) == 1 and formula == next(iter(symbols)):  # the number is one term: its own derivation
+    if not remembered:
+        env = {**env, **{k: remembering(env[k]) for k in plan.calls}}
+
+    parts: list[Derivation] = []
+    symbols: dict[str, Symbol] = {}
+    for slot in plan.slots:
+        if not slot.written:
+            s = sliders[slot.name]
+            symbols[slot.symbol] = Symbol(_number(env[slot.name]), NAMED.get(s.dimension, RATIO), s.label)
+            continue
+        name = slot.name
+        args = [evaluate(a, env) for a in slot.args]
+        kwargs = {k: evaluate(v, env) for k, v in slot.kwargs}
+        result = env[name](*args, **kwargs)
+        r = returns[name]
+        tdim, unit = r.dim, r.scale
+        if r.dimension == "as published" and r.of_arguments is not None:  # a figure read by its field
+            said = r.of_arguments(*args, **kwargs)
+            tdim, unit = said if said is not None else (None, 1.0)
+        si = _number(result, unit if tdim is not None else 1.0)
+        derive = derivers.get(name)
+        d = derive(*args, **kwargs) if derive is not None else Derivation("not described", r.words, si, tdim)
+        parts.append(Derivation(d.kind, d.quantity, d.result, d.dim, d.formula, d.symbols, d.method, d.sources,
+                                d.parts, name=slot.written))
+        symbols[slot.symbol] = Symbol(si, tdim, r.words)
+    if len(parts) == 1 and plan.formula == plan.slots[0].symbol:  # the number is one term: its own derivation
         return parts[0]
-    arr = np.asarray(value_)
-    result = str(arr) if arr.dtype.kind in "USb" else float(arr) * scale
-    return Derivation("combination", text, result, dim, formula, symbols, parts=tuple(parts), name=text)
+    result = _number(evaluate(plan.whole, env), scale)
+    return Derivation("combination", text, result, dim, plan.formula, symbols, parts=tuple(parts), name=text)
+
+
+def explain_over(text: str, scenarios: list[tuple[dict[str, Any], dict[str, Callable | None], Any]], axes: list,
+                 returns: dict[str, Any], sliders: dict[str, Any], dim: Dim | None = None, scale: float = 1.0,
+                 scenario_dep: str = "scenario", arrays: frozenset[str] = frozenset()) -> dict:
+    """What an inline number's card shows (`explain`, as `to_json(whole=False)` writes it) at
+    every state, as `holes.Holes` writes many values: under each of `scenarios` (its env, its
+    terms' bound derive functions, and the scenario's fields, or None where it has none), at
+    every position of the sliders `axes`, in C order over (scenario, then each slider), as a
+    number's texts are laid out; the scenario's axis is named `scenario_dep`. Scenarios that
+    agree on every field the derivations read share them (resolved.Watched), as a number's
+    texts do (numbers.compute_number). Where every term the number shows takes arrays in its
+    derive function (`arrays`, as vocabulary.registry.Term.derives_arrays), a scenario's every
+    slider position is made in one call, over the sliders' grid, as its texts are."""
+    from .holes import Holes
+    from .resolved import reading
+
+    grids = [s.values() for s in axes]
+    block = math.prod(len(g) for g in grids)
+    held = Holes([len(scenarios), *map(len, grids)], [scenario_dep, *(s.name for s in axes)])
+    seen: dict[tuple[str, ...], dict[tuple, int]] = {}  # fields read -> their values -> the first scenario's place
+    plan = _plan(text, returns, sliders)
+    over_grid = bool(axes) and plan.slider is None and all(not s.written or s.name in arrays for s in plan.slots)
+    for i, (env, derivers, fields) in enumerate(scenarios):
+        known = None if fields is None else next(
+            (by_value[key] for read, by_value in seen.items()
+             if (key := tuple(getattr(fields, f) for f in read)) in by_value), None)
+        if known is not None:
+            held.copy(i * block, known * block, block)
+            continue
+        # Each term call answers from memory within the scenario (its reads are then noted once,
+        # on the first call, inside this `reading`).
+        scope = {**env, **{k: remembering(env[k]) for k in plan.calls}}
+        remembered = {k: remembering(v) if v is not None else None for k, v in derivers.items()}
+        with reading() as read, np.errstate(all="ignore"):
+            if over_grid:
+                for a, s in enumerate(axes):
+                    scope[s.name] = grids[a].reshape([-1 if b == a else 1 for b in range(len(axes))])
+                d = explain(text, scope, returns, remembered, sliders, dim, scale, True)
+                held.put(i * block, d.to_json(whole=False), [len(g) for g in grids])
+            else:
+                for j, position in enumerate(itertools.product(*grids)):
+                    for s, v in zip(axes, position):
+                        scope[s.name] = v
+                    d = explain(text, scope, returns, remembered, sliders, dim, scale, True)
+                    held.put(i * block + j, d.to_json(whole=False))
+        if fields is not None:
+            read = tuple(sorted(read))
+            seen.setdefault(read, {})[tuple(getattr(fields, f) for f in read)] = i
+    return held.written()

@@ -108,6 +108,10 @@ class Term:
     # How its value is made (compute/derivation.py): a function taking what `fn` takes and
     # returning a Derivation; None where the term declares none yet.
     derive: Callable | None = None
+    # Whether `derive` also takes arrays (arguments that broadcast, as the term itself does) and
+    # then gives one Derivation whose values, words and result are arrays over them: a number's
+    # card at every slider position is then made in one call (derivation.explain_over).
+    derives_arrays: bool = False
 
     @property
     def scenario_free(self) -> bool:
@@ -143,6 +147,9 @@ def check(term: Term) -> None:
                         f"{closest(r.dimension, [*NAMED, *_KINDS])}")
     if not (isinstance(r.words, str) and r.words.strip()):
         raise TermError(path, line, f"term {name!r}: say in words what it returns (Returns(..., words))")
+    if term.derives_arrays and term.derive is None:
+        raise TermError(path, line, f"term {name!r}: derives_arrays=True says its derive function takes arrays, "
+                        "but it declares none (derive=)")
     if term.derive is not None and isinstance(fn, types.FunctionType):
         want = [p.name for p in inspect.signature(fn).parameters.values()]
         got = [p.name for p in inspect.signature(term.derive).parameters.values()]
@@ -191,7 +198,8 @@ class Topic:
         self.terms: dict[str, Term] = {}
 
     def term(self, name: str | None = None, *, depends: Iterable[str], returns: Returns,
-             simulated: bool = False, derive: Callable | None = None) -> Callable[[Callable], Callable]:
+             simulated: bool = False, derive: Callable | None = None,
+             derives_arrays: bool = False) -> Callable[[Callable], Callable]:
         """Register the decorated function as a term, under `name` or its qualified name.
 
         `depends` and `returns` have no default: every term says what it reads and what it gives
@@ -202,15 +210,15 @@ class Topic:
 
         def register(fn: Callable) -> Callable:
             self.add(name or fn.__qualname__.rpartition("<locals>.")[2], fn, depends=depends, returns=returns,
-                     simulated=simulated, derive=derive)
+                     simulated=simulated, derive=derive, derives_arrays=derives_arrays)
             return fn
         return register
 
     def add(self, name: str, fn: Callable, *, depends: Iterable[str], returns: Returns,
-            simulated: bool = False, derive: Callable | None = None) -> None:
+            simulated: bool = False, derive: Callable | None = None, derives_arrays: bool = False) -> None:
         if isinstance(depends, str):  # depends="scenario": a string is not a tuple of names
             depends = (depends,)
-        term = Term(name, fn, tuple(depends), self.name, returns, simulated, derive)
+        term = Term(name, fn, tuple(depends), self.name, returns, simulated, derive, derives_arrays)
         check(term)
         if name in self.terms:
             path, line = _where(fn)
@@ -239,6 +247,10 @@ class Registry:
         """Name -> the term's derive function bound like `bind`'s, or None where it has none."""
         return {name: term.bind(scenario, catalogue, term.derive) if term.derive else None
                 for name, term in self.terms.items()}
+
+    def derive_arrays(self) -> frozenset[str]:
+        """The terms whose derive function also takes arrays (`Term.derives_arrays`)."""
+        return frozenset(name for name, term in self.terms.items() if term.derives_arrays)
 
     def returns(self) -> dict[str, Returns]:
         """Name -> what the term returns, for every term. A term whose dimension follows the field

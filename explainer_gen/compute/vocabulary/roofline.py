@@ -5,6 +5,7 @@ scenario's context (its KV cache), unless `context` says otherwise.
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import replace
@@ -164,13 +165,19 @@ def pass_form(acc, model, cards: float, precision, st: roofline.StepTime, part: 
     dims = {"intensity": FLOP / BYTES, "utilisation": RATIO}
     result = st.at(eff) if estimated else getattr(st, part)
     formula = terms[part]
-    used = {name for name in sym if re.search(rf"\b{name}\b", formula)}
+    used = _names_in(formula, tuple(sym))
     sources = ([acc.source] + ([acc.allreduce_source] if "tau" in used else [])
                + ([acc.link_source] if "L" in used else []) + [f"{model.name}: {model.source}"]
                + ([FITTED] if estimated else []))
     d = closed_form(quantity or _PARTS[part], dims.get(part, TIME), float(np.asarray(result)), formula, tuple(sources),
                     **{name: s for name, s in sym.items() if name in used})
     return replace(d, parts=parts) if parts else d
+
+
+@functools.lru_cache(maxsize=None)
+def _names_in(formula: str, names: tuple[str, ...]) -> set[str]:
+    """Those of `names` that `formula` uses (a pass's formulas are few, made at state after state)."""
+    return {name for name in names if re.search(rf"\b{name}\b", formula)}
 
 
 def _derive_pass(scenario: Resolved, tokens=1, which: str = "target", context=None, weights=None, on=None,

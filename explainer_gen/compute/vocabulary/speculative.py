@@ -232,31 +232,44 @@ def _setting(r: Resolved, ctx) -> str:
     return f"{r.target.name} with {r.draft.name} on {r.cards} × {r.acc.name}, {_num(ctx):,.0f} tokens of context"
 
 
-def _derive_stops_paying_at(scenario: Resolved, a, k, context=None, weights=None):
+def _derive_breakeven(scenario: Resolved, a, k, context, weights, priced: str, last_paying: bool) -> Derivation:
+    """`stops_paying_at` (the first slower batch) or, `last_paying`, `pays_up_to` (the last batch
+    that pays), as a search. Over arrays of a and k as the terms take them: the searches' answers
+    and the speedups either side of them are computed over the whole grid at once, and the
+    derivation's words, method and result are arrays of them (Term.derives_arrays)."""
     r = scenario.in_formats(weights)
-    first = int(np.asarray(_first_slower(scenario, a, k, context, weights)))
-    cap = _num(memory_cap(scenario, context, weights))
-    how, sources = _priced("floor")
-    d = search(f"first batch at which speculation is slower than plain decoding ({_setting(r, r.context_or(context))}, "
-               f"a = {_num(a):g}, k = {_num(k):g})", COUNT, _num(stops_paying_at(scenario, a, k, context, weights)),
-               _breakeven_method(lambda b: _num(speedup(scenario, a, k, b, context, weights)), first, cap, False,
-                                "speculation", how),
-               "models/speculative.py: breakeven_batch", *sources)
-    return replace(d, parts=(_derive_memory_cap(scenario, context, weights),))
-
-
-def _derive_pays_up_to(scenario: Resolved, a, k, context=None, weights=None, priced="floor"):
-    r = scenario.in_formats(weights)
-    first = int(np.asarray(_first_slower(scenario, a, k, context, weights, priced)))
+    a, k = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(k, dtype=float))
+    first = np.asarray(_first_slower(scenario, a, k, context, weights, priced)).astype(int)
     cap = _num(memory_cap(scenario, context, weights))
     how, sources = _priced(priced)
     eff = estimate.fitted().eff if priced == "estimate" else None
-    d = search(f"largest batch at which speculation pays ({_setting(r, r.context_or(context))}, "
-               f"a = {_num(a):g}, k = {_num(k):g})", COUNT, _num(pays_up_to(scenario, a, k, context, weights, priced)),
-               _breakeven_method(lambda b: _num(priced_speedup(scenario, a, k, b, context, weights, None, eff)),
-                                first, cap, True, "speculation", how),
-               "models/speculative.py: breakeven_batch", *sources)
-    return replace(d, parts=(_derive_memory_cap(scenario, context, weights),))
+
+    def speed(batch) -> np.ndarray:
+        return np.broadcast_to(priced_speedup(scenario, a, k, np.maximum(batch, 1), context, weights, None, eff), a.shape)
+    at_one, before, at_first, at_cap = speed(1), speed(first - 1), speed(first), speed(max(cap, 1))
+    result = (pays_up_to(scenario, a, k, context, weights, priced) if last_paying
+              else stops_paying_at(scenario, a, k, context, weights))
+    setting = _setting(r, r.context_or(context))
+    asked = "largest batch at which speculation pays" if last_paying else \
+        "first batch at which speculation is slower than plain decoding"
+    quantity, method = np.empty(a.shape, dtype=object), np.empty(a.shape, dtype=object)
+    for i in np.ndindex(a.shape):
+        speeds = {1: at_one[i], first[i] - 1: before[i], first[i]: at_first[i], cap: at_cap[i]}
+        quantity[i] = f"{asked} ({setting}, a = {a[i]:g}, k = {k[i]:g})"
+        method[i] = _breakeven_method(speeds.__getitem__, int(first[i]), cap, last_paying, "speculation", how)
+    if not a.ndim:
+        quantity, method, result = quantity[()], method[()], _num(result)
+    d = search(quantity, COUNT, 0.0, method, "models/speculative.py: breakeven_batch", *sources)
+    return replace(d, result=np.asarray(result, dtype=float) if a.ndim else result,
+                   parts=(_derive_memory_cap(scenario, context, weights),))
+
+
+def _derive_stops_paying_at(scenario: Resolved, a, k, context=None, weights=None):
+    return _derive_breakeven(scenario, a, k, context, weights, "floor", last_paying=False)
+
+
+def _derive_pays_up_to(scenario: Resolved, a, k, context=None, weights=None, priced="floor"):
+    return _derive_breakeven(scenario, a, k, context, weights, priced, last_paying=True)
 
 
 @topic.term(depends=(), returns=Returns("count", "expected tokens per verify pass"),
@@ -289,8 +302,20 @@ def _first_slower(scenario: Resolved, a, k, context, weights=None, priced: str =
     scenario = scenario.in_formats(weights)
     a, k = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(k, dtype=float))
     eff = estimate.fitted().eff if priced == "estimate" else None
-    return _breakeven(scenario.acc, scenario.target, scenario.draft, scenario.cards,
-                      float(scenario.context_or(context)), scenario.precision, a.tobytes(), k.tobytes(), a.shape, eff)
+    setting = (scenario.acc, scenario.target, scenario.draft, scenario.cards, float(scenario.context_or(context)),
+               scenario.precision, eff)
+    answers = _ANSWERS.setdefault(setting, {})
+    if a.ndim == 0 and (float(a), float(k)) in answers:
+        return answers[float(a), float(k)]
+    out = _breakeven(*setting[:6], a.tobytes(), k.tobytes(), a.shape, eff)
+    answers.update(zip(zip(a.ravel().tolist(), k.ravel().tolist()), out.ravel()))
+    return out
+
+
+# Each search's answer at each (a, k) it was made for, by setting: a number's derivation at one
+# state (compute/derivation.explain_over) asks for the answer its texts were searched for over
+# the whole grid, so it is read here rather than searched for again, and is the same answer.
+_ANSWERS: dict[tuple, dict[tuple[float, float], np.ndarray]] = {}
 
 
 @topic.term(depends=("scenario",), returns=Returns("ratio", "speedup over plain decoding"),
@@ -359,7 +384,7 @@ def memory_cap(scenario: Resolved, context=None, weights=None):
 
 
 @topic.term(depends=("scenario",), returns=Returns("count", "first batch at which speculation is slower"),
-            derive=_derive_stops_paying_at)
+            derive=_derive_stops_paying_at, derives_arrays=True)
 def stops_paying_at(scenario: Resolved, a, k, context=None, weights=None):
     """The first batch at which speculation is slower than plain decoding among those that fit in
     memory: 1 where even batch one is slower, inf where it pays at every batch that fits."""
@@ -369,7 +394,7 @@ def stops_paying_at(scenario: Resolved, a, k, context=None, weights=None):
 
 
 @topic.term(depends=("scenario",), returns=Returns("count", "largest batch at which speculation pays"),
-            derive=_derive_pays_up_to)
+            derive=_derive_pays_up_to, derives_arrays=True)
 def pays_up_to(scenario: Resolved, a, k, context=None, weights=None, priced="floor"):
     """The largest batch at which speculation still pays and the batch fits in memory: the
     memory cap where speculation pays all the way to it, 0 where it never pays. Every pass at its
