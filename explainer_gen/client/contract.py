@@ -10,7 +10,10 @@ Two kinds of file cross from the build to the browser:
   palette that recolours it, the default scenario's rows, the files that hold the other
   scenarios' rows, and the template of its text description;
 - the variant files (`assets/explainer/fig/<hash>-<n>.json`), fetched when a reader switches:
-  each holds the rows of several scenarios, by scenario key (`variant_files`).
+  each holds the rows of several scenarios, by scenario key (`variant_files`);
+- the card files (`assets/explainer/how/<hash>.json`), one per computed number, fetched when its
+  card first opens: what the card shows at every state of the page, as templates of HTML and the
+  texts that change in them (`number_card`; compute/holes.py), laid out as the numbers' texts are.
 
 Their shapes are JSON Schemas (Draft 2020-12) beside this file, `schema/*.schema.json`, the one
 statement of them: the tests validate every file a real build writes against them
@@ -41,20 +44,22 @@ Inline numbers index their `texts` in C order over their `deps`: a scenario's pl
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from .. import theme
 from ..compute.artifacts import FigureArtifacts, dumps
 from ..compute import layout
+from ..compute.holes import HOLE_CLOSE, HOLE_OPEN
 from ..compute.numbers import SCENARIO_DEP
 from .. import names
 
-VERSION = 6
+VERSION = 7
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schema"
 # The schema of each kind of file (read by the tests).
-SCHEMAS = {kind: SCHEMA_DIR / f"{kind}.schema.json" for kind in ("page-state", "figure", "variant")}
+SCHEMAS = {kind: SCHEMA_DIR / f"{kind}.schema.json" for kind in ("page-state", "figure", "variant", "card")}
 
 
 def facts() -> dict:
@@ -63,6 +68,8 @@ def facts() -> dict:
         "version": VERSION,
         **names.names(),
         "scenario": SCENARIO_DEP,
+        # the marks in a card file's templates where a hole's text goes (number_card)
+        "holes": {"open": HOLE_OPEN, "close": HOLE_CLOSE},
         "font": {"family": theme.FONT_FAMILY, "weights": sorted({w for _, w in theme.FONT_FILES.values()}),
                  # each weight's file, from the folder that holds the loader (a saved SVG embeds them)
                  "files": {str(w): path for path, (_, w) in theme.FONT_FILES.items()}},
@@ -106,10 +113,11 @@ def choice_text(value: Any) -> str:
     return str(value)
 
 
-def page_state(controls, numbers, sliders, catalogue) -> dict:
+def page_state(controls, numbers, sliders, catalogue, cards: Mapping[str, str] | None = None) -> dict:
     """The page state of a page whose reader controls are `controls` (pages.PageControls), whose
     inline numbers are `numbers` (numbers.NumberResult by id) and whose sliders, its figures' too,
-    are `sliders` (pages.PageBuild.every_slider); `catalogue` names the choices."""
+    are `sliders` (pages.PageBuild.every_slider); `catalogue` names the choices. `cards`: each
+    computed number's card file (`number_card`) by its entry's id, relative to the page state."""
     grid = controls.grid()
     state = {
         "version": VERSION,
@@ -122,6 +130,7 @@ def page_state(controls, numbers, sliders, catalogue) -> dict:
         "sliders": {n: {"min": s.min, "step": s.step, "count": s.count, "default": s.default,
                         "decimals": s.decimals} for n, s in sliders.items()},
         "numbers": {n.id: {"deps": n.deps, "texts": n.texts} for n in numbers.values() if n.deps},
+        "cards": dict(cards or {}),
     }
     check_page_state(state)
     return state
@@ -137,6 +146,29 @@ def figure_payload(*, spec: dict, vega: dict, narrow: dict, palette: dict, data:
                "default": default, "variants": variants, "map": scenario_map, "describe": describe}
     check_figure_payload(payload)
     return payload
+
+
+def number_card(templates: list[str], which: dict, holes: list[dict]) -> dict:
+    """A number's card file: `templates` (render/how.card of each of compute/holes.Holes's), and the
+    template and each hole's text at every state, as Holes writes them."""
+    card = {"version": VERSION, "templates": templates, "which": which, "holes": holes}
+    check_number_card(card)
+    return card
+
+
+def check_number_card(card: dict) -> None:
+    """ValueError unless every state names a template that exists, and every mark in a template
+    names a hole that exists (the shape is the schema's, schema/card.schema.json)."""
+    count = len(card["templates"])
+    if any(not 0 <= t < count for t in card["which"]["texts"]):
+        raise ValueError(f"a number's card names a template beyond its {count}")
+    marks = {int(m) for t in card["templates"] for m in _MARK.findall(t)}
+    if not marks <= set(range(len(card["holes"]))):
+        raise ValueError(f"a number's card marks holes {sorted(marks - set(range(len(card['holes']))))}, "
+                         f"beyond its {len(card['holes'])}")
+
+
+_MARK = re.compile(f"{HOLE_OPEN}(\\d+){HOLE_CLOSE}")
 
 
 def check_page_state(state: dict) -> None:

@@ -34,6 +34,8 @@ CHOICE_ENTRY = ("explainer_gen.compute.assumptions",)  # what a choice of words 
 STATE_ENTRY = ("explainer_gen.client.contract",)  # a page's state and a figure's files, which the browser reads
 # A page's state: the contract, and the page's controls it reads (which choices are blocked, and why).
 PAGE_STATE_ENTRY = STATE_ENTRY + ("explainer_gen.compute.pages",)
+# A number's card file: the contract, and the HTML its templates are written in.
+CARD_ENTRY = STATE_ENTRY + ("explainer_gen.render.how",)
 MEASURED_ENTRY = ("models.estimate",)  # the published measurements, checked against the fitted estimate
 # The data files a module may read: the suffixes cache.source_hashes watches (it decides when the
 # code on disk is no longer the code loaded), so an edit of any of them loads the code again.
@@ -238,6 +240,10 @@ class CodeKeys:
         """The code that puts a page's state together from its controls and numbers (whose own keys
         hold the code that computed them)."""
         return self._keys(PAGE_STATE_ENTRY)
+
+    def cards(self) -> tuple[str, str]:
+        """The code that writes a number's card file from what its card shows at every state."""
+        return self._keys(CARD_ENTRY)
 
     def measurements(self) -> tuple[str, str]:
         """The code that checks the published measurements against the fitted estimate."""

@@ -462,7 +462,7 @@ def explain_over(text: str, scenarios: list[tuple[dict[str, Any], dict[str, Call
         # Each term call answers from memory within the scenario (its reads are then noted once,
         # on the first call, inside this `reading`).
         scope = {**env, **{k: remembering(env[k]) for k in plan.calls}}
-        remembered = {k: remembering(v) if v is not None else None for k, v in derivers.items()}
+        remembered = {k: remembering(derivers[k]) if derivers.get(k) is not None else None for k in plan.calls}
         with reading() as read, np.errstate(all="ignore"):
             if over_grid:
                 for a, s in enumerate(axes):

@@ -16,6 +16,7 @@ is the step time changes along the scenario and the batch slider, not the accept
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Sequence
 
 import numpy as np
@@ -23,34 +24,31 @@ import numpy as np
 HOLE_OPEN, HOLE_CLOSE = "\ue000", "\ue001"  # private-use characters: no text a page writes holds them
 
 
+# Numbers in a text (digits, with thousands' commas and a decimal part): a hole's own texts where
+# its wording stays among at most MAX_WORDINGS (a template for each).
+_NUMERALS = re.compile(r"(\d(?:[\d,]*\d)?(?:\.\d+)?)")
+MAX_WORDINGS = 12
+
+
 def hole_mark(n: int) -> str:
     return f"{HOLE_OPEN}{n}{HOLE_CLOSE}"
 
 
-def _shape_of(value: Any) -> Any:
-    """The structure of a JSON value with its strings left out: what two states share to share a template."""
+def _flatten(value: Any, strings: list) -> Any:
+    """The structure of a JSON value with its strings (or arrays of strings) taken out into
+    `strings`, in a fixed order: what two states share to share a template."""
     if isinstance(value, dict):
-        return tuple((k, _shape_of(v)) for k, v in value.items())
+        return tuple((k, _flatten(v, strings)) for k, v in value.items())
     if isinstance(value, list):
-        return ("[", *(_shape_of(v) for v in value))
-    return None if isinstance(value, (str, np.ndarray)) else value
-
-
-def _strings(value: Any, out: list) -> list:
-    """Its strings (or arrays of strings) in a fixed order."""
-    if isinstance(value, dict):
-        for v in value.values():
-            _strings(v, out)
-    elif isinstance(value, list):
-        for v in value:
-            _strings(v, out)
-    elif isinstance(value, (str, np.ndarray)):
-        out.append(value)
-    return out
+        return ("[", *(_flatten(v, strings) for v in value))
+    if isinstance(value, (str, np.ndarray)):
+        strings.append(value)
+        return None
+    return value
 
 
 def _filled(value: Any, strings: Any) -> Any:
-    """`value` with its strings replaced, in `_strings`' order, by those `strings` gives."""
+    """`value` with its strings replaced, in `_flatten`'s order, by those `strings` gives."""
     if isinstance(value, dict):
         return {k: _filled(v, strings) for k, v in value.items()}
     if isinstance(value, list):
@@ -75,15 +73,16 @@ class Holes:
         self.columns: list[list[np.ndarray]] = []  # per template, per string: the string at each state
 
     def put(self, start: int, value: Any, shape: Sequence[int] = ()) -> None:
-        structure = _shape_of(value)
+        strings: list = []
+        structure = _flatten(value, strings)
         t = self.shapes.get(structure)
         if t is None:
             t = self.shapes[structure] = len(self.templates)
             self.templates.append(value)
-            self.columns.append([np.empty(self.size, dtype=object) for _ in _strings(value, [])])
+            self.columns.append([np.empty(self.size, dtype=object) for _ in strings])
         block = slice(start, start + math.prod(shape))
         self.which[block] = t
-        for column, s in zip(self.columns[t], _strings(value, [])):
+        for column, s in zip(self.columns[t], strings):
             column[block] = s if isinstance(s, str) else np.broadcast_to(np.asarray(s, dtype=object), shape).reshape(-1)
 
     def copy(self, start: int, source: int, count: int) -> None:
@@ -94,31 +93,68 @@ class Holes:
                 column[start:start + count] = column[source:source + count]
 
     def written(self) -> dict:
-        """{"templates": [...], "which": {"deps", "texts"}, "holes": [{"deps", "texts"}, ...]}."""
+        """{"templates": [...], "which": {"deps", "texts"}, "holes": [{"deps", "texts"}, ...]}.
+
+        A string that changes from state to state is a hole, or where its wording stays (its words
+        and signs, the numbers in it apart) among a few wordings, each number in it that changes
+        is: a template is then made per wording, so a long sentence is written once and only its
+        numbers at every state."""
         if (self.which < 0).any():
             raise ValueError(f"state {int(np.argmax(self.which < 0))} of {self.size} was never put")
         holes: list[dict] = []
-        templates = []
+        templates: list[Any] = []
+        which = np.full(self.size, -1, dtype=np.int64)
         for t, (template, columns) in enumerate(zip(self.templates, self.columns)):
-            here = self.which == t
-            strings = []
-            for column in columns:
-                seen = set(column[here].tolist())
-                if len(seen) == 1:
-                    strings.append(next(iter(seen)))
+            here = np.flatnonzero(self.which == t)
+            varying, wordings = [], []
+            for c, column in enumerate(columns):
+                values = column[here]
+                distinct = set(values.tolist())
+                if len(distinct) == 1:
                     continue
-                strings.append(hole_mark(len(holes)))
-                holes.append(self._laid_out(column, here))
-            templates.append(_filled(template, iter(strings)))
-        which = self._laid_out(self.which.astype(object), np.ones(self.size, dtype=bool))
-        return {"templates": templates, "which": which, "holes": holes}
+                varying.append(c)
+                split = {v: _NUMERALS.split(v) for v in distinct}  # words and numbers, alternately
+                words = {v: tuple(parts[0::2]) for v, parts in split.items()}
+                kinds = {w: i for i, w in enumerate(dict.fromkeys(words.values()))}
+                wordings.append((split, np.array([kinds[words[v]] for v in values.tolist()], dtype=np.int64)
+                                 if len(kinds) <= MAX_WORDINGS else None))
+            keyed = [w[1] for w in wordings if w[1] is not None]
+            groups = (np.unique(np.stack(keyed, axis=1), axis=0, return_inverse=True)[1].reshape(-1)
+                      if keyed else np.zeros(len(here), dtype=np.int64))
+            if groups.max(initial=0) >= MAX_WORDINGS:  # wordings that do not go together: each string whole
+                wordings = [(split, None) for split, _ in wordings]
+                groups = np.zeros(len(here), dtype=np.int64)
+            for g in range(int(groups.max(initial=0)) + 1):
+                states = here[groups == g]
+                present = np.zeros(self.size, dtype=bool)
+                present[states] = True
+                strings = [column[states[0]] for column in columns]
+                for c, (split, kinds) in zip(varying, wordings):
+                    column = columns[c]
+                    if kinds is None:
+                        strings[c] = hole_mark(len(holes))
+                        holes.append(self._laid_out(column, present))
+                        continue
+                    parts = list(split[column[states[0]]])
+                    for n in range(1, len(parts), 2):
+                        numbers = np.empty(self.size, dtype=object)
+                        numbers[states] = [split[v][n] for v in column[states].tolist()]
+                        if len(set(numbers[states].tolist())) > 1:
+                            parts[n] = hole_mark(len(holes))
+                            holes.append(self._laid_out(numbers, present))
+                    strings[c] = "".join(parts)
+                which[states] = len(templates)
+                templates.append(_filled(template, iter(strings)))
+        return {"templates": templates, "which": self._laid_out(which.astype(object), np.ones(self.size, dtype=bool)),
+                "holes": holes}
 
     def _laid_out(self, column: np.ndarray, present: np.ndarray) -> dict:
         """`column` over the axes along which it changes among the `present` states (an absent
         state may take any value: no reader meets it), as {"deps", "texts"}."""
-        codes: dict[Any, int] = {}
-        coded = np.array([codes.setdefault(v, len(codes)) if p else -1 for v, p in zip(column.tolist(), present.tolist())],
-                         dtype=np.int64).reshape(self.axes)
+        names, inverse = np.unique(column[present], return_inverse=True)
+        coded = np.full(self.size, -1, dtype=np.int64)
+        coded[present] = inverse.reshape(-1)
+        coded = coded.reshape(self.axes)
         kept = list(range(len(self.axes)))
         for axis in range(len(self.axes)):
             here = kept.index(axis)
@@ -127,8 +163,8 @@ class Holes:
             if ((high < 0) | (high == low)).all():  # the same wherever it is present along this axis
                 coded = high
                 kept.remove(axis)
-        names = {c: v for v, c in codes.items()}
-        texts = [names.get(c, "") for c in coded.reshape(-1).tolist()]
+        names = names.tolist()
+        texts = [names[c] if c >= 0 else "" for c in coded.reshape(-1).tolist()]
         return {"deps": [self.deps[a] for a in kept], "texts": texts}
 
 
@@ -149,6 +185,9 @@ def _fill_marks(value: Any, hole) -> Any:
         return {k: _fill_marks(v, hole) for k, v in value.items()}
     if isinstance(value, list):
         return [_fill_marks(v, hole) for v in value]
-    if isinstance(value, str) and value.startswith(HOLE_OPEN) and value.endswith(HOLE_CLOSE):
-        return hole(int(value[1:-1]))
+    if isinstance(value, str) and HOLE_OPEN in value:
+        return _MARKS.sub(lambda m: hole(int(m[1])), value)
     return value
+
+
+_MARKS = re.compile(f"{HOLE_OPEN}(\\d+){HOLE_CLOSE}")

@@ -666,6 +666,17 @@ class NumberResult:
     # How the default state's value is made (compute/derivation.py, Derivation.to_json); None for
     # a phrase, which the page shows rather than derives.
     how: dict | None = None
+    # What its card shows at every state (derivation.explain_over, as holes.Holes writes it): the
+    # heavy part, None once read back light (site/store.Store.number keeps it apart, by `key`).
+    cards: dict | None = None
+    key: str = ""            # its cache key, where a store computed it
+    has_cards: bool = False  # whether it has `cards`, read back light or not
+
+    HEAVY = ("cards",)
+
+    def light_json(self) -> dict:
+        """Itself without its heavy part, as a build reads it back."""
+        return {k: v for k, v in vars(self).items() if k not in self.HEAVY}
 
 
 @dataclass(frozen=True)

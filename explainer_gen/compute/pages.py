@@ -21,11 +21,11 @@ from ..sources.controls import FIELD, SCENARIO_FIELDS, Scenario, Slider, check_s
 from .resolved import Watched, default_scenario, resolve, unfit_reason
 from .figures import REGISTRY
 from .timing import Timing
-from .numbers import (Across, Expr, NumberResult, compute_number, find_inline, fit_format, parse_expr, parse_format,
+from .numbers import (SCENARIO_DEP, Across, Expr, NumberResult, compute_number, find_inline, fit_format, parse_expr, parse_format,
                       parse_marks, shape_of)
-from .derivation import explain as derive_number
+from .derivation import explain as derive_number, explain_over
 from .memo import remembering
-from .vocabulary import (bound_term, derivers as term_derivers, returns as term_returns, scenario_free, simulated,
+from .vocabulary import (bound_term, derive_arrays, derivers as term_derivers, returns as term_returns, scenario_free, simulated,
                          undescribed, vocabulary)
 from ..sources.markdown import CHECKED_FENCES, FENCE_NAME, Fence, scan_fences, split_front_matter  # noqa: F401
 
@@ -326,6 +326,26 @@ def build_page(source: str, path: str, catalogue: Catalogue,
                               shape.dim if shape.kind == "number" else None, shape.scale)
         return d.to_json()
 
+    @functools.cache
+    def derivers_at(s: int) -> dict:
+        """Scenario `s`'s terms' derive functions, bound as `envs()` binds its terms (watched)."""
+        return term_derivers(Watched.of(resolve(grid[s], catalogue)), catalogue)
+    arrays = derive_arrays()
+
+    def cards_made(item, expr: Expr, shape, free: bool, path: str) -> dict:
+        """What the number's card shows at every state of the page (derivation.explain_over): under
+        every scenario (none for a number that reads none), at every position of its sliders."""
+        scenarios = ([(unscoped, term_derivers(None, catalogue), None)] if free
+                     else [(env, derivers_at(s), grid[s]) for s, env in enumerate(envs())])
+        try:
+            with (timing or Timing()).in_models():
+                return explain_over(item.expr, scenarios, [controls.sliders[n] for n in expr.names], returns,
+                                    controls.sliders, shape.dim if shape.kind == "number" else None, shape.scale,
+                                    SCENARIO_DEP, arrays)
+        except (TypeError, ValueError, ArithmeticError, KeyError) as exc:
+            raise SourceError(path, item.line, f"the derivation of {{{{ {item.expr} }}}} failed at a state the page "
+                              f"offers: {type(exc).__name__}: {exc}") from None
+
     for item, expr, shape, fmt, marks in page_numbers(text, path, functions, returns,
                                                        tuple(assumed.ASSUMPTIONS) if assumed else None):
         if item.key in page.numbers:
@@ -349,6 +369,8 @@ def build_page(source: str, path: str, catalogue: Catalogue,
                                     path, 0 if free else default_env, timing, marks, across)
             if shape.kind != "text" and (expr.calls or expr.names):  # a computed number, not a phrase or a literal
                 result.how = how_made(item, expr, shape, None if free else grid[default_env], path)
+                result.cards = cards_made(item, expr, shape, free, path)
+                result.has_cards = True
             return result
         page.numbers[item.key] = remember(identity, computed)
     check_sliders_used(page, named)

@@ -50,9 +50,10 @@ class _Writer:
         anchor, n = self.first[_key(d)]
         return f'<p class="{CLASS.how_same}">Made as in <a href="#{esc(anchor)}">entry {n}</a>.</p>'
 
-    def body(self, d: dict, depth: int, anchor: str) -> str:
-        """`d` in full, remembered as written at `anchor`."""
-        self.first.setdefault(_key(d), (anchor, self.entry))
+    def body(self, d: dict, depth: int, anchor: str, whole: bool = True) -> str:
+        """`d` in full, remembered as written at `anchor`; not `whole`, each part by its head alone."""
+        if whole:
+            self.first.setdefault(_key(d), (anchor, self.entry))
         out = []
         if d["formula"]:
             out.append(f'<p class="eg-how-formula">= {esc(d["formula"])}</p>')
@@ -66,7 +67,9 @@ class _Writer:
             out.append('<p class="eg-how-sources">Source' + ("s" if len(d["sources"]) > 1 else "") + ": "
                        + "; ".join(esc(s) for s in d["sources"]) + "</p>")
         if d["parts"]:
-            out.append(f'<ul class="{CLASS.how_parts}">' + "".join(self.part(p, depth + 1) for p in d["parts"]) + "</ul>")
+            out.append(f'<ul class="{CLASS.how_parts}">' + "".join(
+                self.part(p, depth + 1) if whole else f"<li>{self.head(p, depth + 1, '')}</li>" for p in d["parts"])
+                + "</ul>")
         return "".join(out)
 
     def part(self, d: dict, depth: int) -> str:
@@ -82,6 +85,15 @@ class _Writer:
         anchor = entry_id(n.id)
         rest = self.seen(n.how) if _key(n.how) in self.first else self.body(n.how, 0, anchor)
         return f'<li id="{esc(anchor)}">{self.head(n.how, 0, n.default)}{rest}</li>'
+
+
+def card(d: dict) -> str:
+    """A number's card (the loader's, assets/loader/how.js): its derivation's head and body as its
+    entry writes them, each part by its head alone (a part's own derivation is in the entry). `d`
+    is `Derivation.to_json(whole=False)`, or a template of many (compute/holes.py), whose marks
+    pass through as text for the loader to fill."""
+    writer = _Writer()
+    return writer.head(d, 0, "") + writer.body(d, 0, "", whole=False)
 
 
 # Where the finished page gets the section's list (`entries`): like a figure's picture and tables

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import posixpath
 from pathlib import Path
 
 from models import estimate
@@ -24,7 +25,7 @@ from ..client.loader import loader_script
 from ..compute import assumptions, layout, workers
 from ..compute.artifacts import dumps
 from ..compute.pages import FENCE_NAME, PageBuild, build_page
-from ..render import refs as render_refs
+from ..render import how, refs as render_refs
 from ..render.feed import ATOM_PATH
 from ..sources.crossref import CrossRefs, Source
 from .cards import collect_cards
@@ -86,13 +87,20 @@ class Collector:
             # Keyed by what decides the state, not by the page's text: a prose edit stores nothing new,
             # and a save of code that none of its numbers runs (their keys hold theirs) none either.
             sliders = page.every_slider()
+            state_path = f"{ASSETS}/page/{short_hash(p.src_uri)}.json"
+            # Each computed number's card file, by the entry its link leads to, from the page state.
+            cards = {}
+            for result in page.numbers.values():
+                if result.has_cards:
+                    path, content = store.card_file(result)
+                    cards[how.entry_id(result.id)] = posixpath.relpath(add(path, content), posixpath.dirname(state_path))
             state_key = digest(store.code.page_state(), store.inputs, page.controls.identity(), list(page.numbers),
-                               sorted(numbers), [vars(s) for s in sliders.values()])
+                               sorted(numbers), [vars(s) for s in sliders.values()], cards)
             state = store.remember("page-json", state_key,
                                    lambda: dumps(contract.page_state(page.controls, page.numbers, sliders,
-                                                                     store.catalogue)),
+                                                                     store.catalogue, cards)),
                                    lambda text: text, lambda text: text)
-            page_json[p.src_uri] = add(f"{ASSETS}/page/{short_hash(p.src_uri)}.json", state)
+            page_json[p.src_uri] = add(state_path, state)
         # Each page's share card (site/cards.py), with its first figure's picture.
         cards = collect_cards(store, pages, refs, computed, site_name, site_url, add)
         sources = {p.src_uri: p for p in pages}

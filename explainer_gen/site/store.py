@@ -27,7 +27,7 @@ from ..compute.codegraph import CodeKeys
 from ..compute.numbers import NumberResult
 from ..compute.pages import PageBuild
 from ..compute.timing import Timing
-from ..render import share
+from ..render import how, share
 from .model import ASSETS, Generated, PageSource, Settings
 
 
@@ -226,8 +226,43 @@ class Store:
         def timed() -> NumberResult:  # the phase "numbers", the models' share apart (compute/timing.py)
             self.timing.numbers_computed.add(key)
             with self.timing.phase("numbers"):
-                return make()
-        return self.remember("numbers", key, timed, vars, lambda d: NumberResult(**d))
+                result = make()
+            result.key = key
+            if result.cards is not None:  # the heavy part, apart: a build reads it only to write a card file
+                self.cache.put("number-cards", key, dumps(result.cards))
+            return result
+        return self.remember("numbers", key, timed, NumberResult.light_json, lambda d: NumberResult(**d))
+
+    def card_file(self, result: NumberResult) -> tuple[str, Generated]:
+        """A computed number's card file (client/contract.number_card): where the page finds it, and
+        the file. Named by what decides it, the number and the code that writes the file; with a
+        cache, stored once as a blob that the host copies, as a figure's files are."""
+        key = digest(result.key, self.code.cards())
+        path = f"{ASSETS}/how/{key[:16]}.json"
+
+        def text() -> str:
+            cards = result.cards
+            if cards is None:
+                cached = self.cache.get("number-cards", result.key)
+                if cached is None:
+                    raise RuntimeError(f"the card of number {result.id} ({result.key}) is not in the build's cache; "
+                                       "remove the cache folder and build again")
+                cards = json.loads(cached)
+            return dumps(contract.number_card([how.card(t) for t in cards["templates"]], cards["which"],
+                                              cards["holes"]))
+        if self.cache.root is None:
+            return path, text()
+        self.cache.path("number-cards", result.key)  # kept while the number's card is on the site
+
+        def make() -> str:
+            blob = digest(made := text())[:32] + ".json"
+            self.cache.put("blobs", blob, made)
+            return blob
+        blob = self.remember("card-files", key, make, lambda b: b, lambda b: b)
+        if not self.cache.path("blobs", blob):
+            self.memory.drop("card-files", key)
+            self.cache.put("card-files", key, dumps(blob := make()))
+        return path, self.cache.path("blobs", blob)
 
     def figure_files(self, fig) -> tuple[dict[str, str], dict[str, Generated]]:
         """The figure's JSON, variant data, CSV and picture (client/contract.site_files): where the

@@ -24,7 +24,7 @@ TOPICS = (scenario.topic, roofline.topic, speculative.topic, batching.topic, kv.
 REGISTRY = Registry(*TOPICS)
 
 __all__ = ["AS_ARGUMENTS", "AS_PUBLISHED", "DEPENDENCIES", "REGISTRY", "Registry", "Returns", "TEXT", "Term", "TermError",
-           "Topic", "bound_term", "derivers", "returns", "scenario_free", "simulated", "undescribed", "vocabulary"]
+           "Topic", "bound_term", "derive_arrays", "derivers", "returns", "scenario_free", "simulated", "undescribed", "vocabulary"]
 
 
 def vocabulary(r: Resolved | None, catalogue: Catalogue) -> dict[str, Callable]:
@@ -42,6 +42,11 @@ def bound_term(name: str, r: Resolved | None, catalogue: Catalogue) -> Callable:
 def derivers(r: Resolved | None, catalogue: Catalogue) -> dict[str, Callable | None]:
     """Name -> the term's derive function bound to scenario `r` (None where it declares none)."""
     return REGISTRY.derivers(r, catalogue)
+
+
+def derive_arrays() -> frozenset[str]:
+    """The terms whose derive function also takes arrays (registry.Term.derives_arrays)."""
+    return REGISTRY.derive_arrays()
 
 
 def undescribed(names: Iterable[str]) -> list[str]:
