@@ -1,90 +1,63 @@
 /* explainer-gen's loader: each computed number's card. A number in the prose links to its entry in
- * "How the numbers are computed" (render/how.py), which works without JavaScript and in print.
- * With it, the pointer resting on the number, keyboard focus or a tap opens a card beside the
- * number with that entry's derivation, as citation and glossary cards do (explainer.css: the
- * card's look and place are theirs). A tap on a number whose card is open follows the link.
+ * "How the numbers are computed" (render/how.py), which works without JavaScript and in print and
+ * holds the page's starting settings. With it, the pointer resting on the number, keyboard focus
+ * or a tap opens a card beside the number with its derivation at the state the reader has set, as
+ * citation and glossary cards do (explainer.css: the card's look and place are theirs). A tap on a
+ * number whose card is open follows the link.
  *
- * One card serves the page. It is filled from the entry as it opens, so the page carries each
- * derivation once, and it is in the document only while open, right after its number, so that Tab
- * leads from the number into a card long enough to scroll. A screen reader hears the card's head
- * (and whether the number has moved) as the number's description; the whole derivation is the
- * card's, and the entry's, to read. The entries hold the page's starting settings; a card whose
- * number the reader has moved away from them says so, with the value now shown, above the
- * derivation at those settings. */
+ * Each number's card file (client/contract.number_card), fetched as its card first opens, holds
+ * what the card shows at every state of the page: the card's HTML as a few templates (render/how.card:
+ * the derivation's head and body, each of its parts by its head), and the texts that change in
+ * them, laid out over the sliders and the switch as the numbers' own texts are (numbers.js). A
+ * slider moved while the card is open changes the values in it. One card element serves the
+ * page; it is in the document only while open, right after its number, so that Tab leads from
+ * the number into a card long enough to scroll. A screen reader hears the card's head as the
+ * number's description; the whole derivation is the card's, and the entry's, to read. */
 
 var HOW_CLOSE_MS = 200; // how long the pointer may take to cross from a number to its card
-var howCard = null; // {el, link, byHover, docked, shows} while a page is shown; link: the number whose card is open
+var howCard = null; // {el, link, byHover, docked, card, html} while a page is shown; link: the number whose card is open
 var howMuted = null; // the number whose card Escape closed or whose link was followed: shut until the reader moves on
 var howOpenAtTap = null; // the number whose card was open as the last finger went down
+var HOW_HOLE = new RegExp(FACTS.holes.open + "(\\d+)" + FACTS.holes.close, "g");
 
 function howLink(target) {
   return target && target.closest ? target.closest("a" + dot(CLS.how)) : null;
 }
 
-function byHash(a) { return a.hash ? document.getElementById(decodeURIComponent(a.hash.slice(1))) : null; }
-
-// The entry the link leads to, and the one its derivation is written out in (an entry whose
-// derivation came earlier on the page links to that one: render/how.py). Material's instant
-// navigation writes links out in full: `hash` is where they lead on the page.
-function howEntry(link) {
-  var entry = byHash(link);
-  if (!entry) return null;
-  var same = entry.querySelector(":scope > " + dot(CLS.how_same) + " a");
-  return { entry: entry, full: (same && byHash(same)) || entry };
-}
-
-// Whether the number shows the page's starting settings: those its texts depend on are where the
-// page was built (controls.js: atDefault, and addressMovesControls before the state is known).
-function howAtBuilt(link) {
-  var span = link.querySelector(having(ATTR.num));
-  if (!span) return true; // a number that never moves
-  if (!state || !page) return !addressMovesControls();
-  var n = page.numbers[span.getAttribute(ATTR.num)];
-  return !n || n.deps.every(atDefault);
-}
-
-// The card's text: the entry's head (the number as built, its quantity, its kind), a note if the
-// number has moved since, then the derivation, each of its parts by its head alone (its own
-// derivation is in the entry). Copies keep no ids and no links (a card is read, not used: the
-// number itself leads to the entry).
-function fillHowCard(link, found) {
-  var el = howCard.el, body = document.createDocumentFragment();
-  var head = found.entry.firstElementChild.cloneNode(true);
-  head.id = CLS.how_card + "-head";
-  body.appendChild(head);
-  var described = head.id;
-  if (!howAtBuilt(link)) {
-    var note = document.createElement("p");
-    note.className = CLS.how_moved;
-    note.id = CLS.how_card + "-moved";
-    var now = document.createElement("strong");
-    now.textContent = link.textContent;
-    note.append("With the settings now on the page it is ", now,
-                "; below is how it is made at the page's starting settings.");
-    body.appendChild(note);
-    described += " " + note.id;
-  }
-  Array.prototype.forEach.call(found.full.children, function (child, i) {
-    if (found.full === found.entry && i === 0) return; // the head, above
-    if (child.classList.contains(CLS.how_same)) return;
-    var copy = child.cloneNode(true);
-    Array.prototype.forEach.call(copy.querySelectorAll("[id]"), function (x) { x.removeAttribute("id"); });
-    if (copy.classList.contains(CLS.how_parts)) {
-      Array.prototype.forEach.call(copy.children, function (li) { li.replaceChildren(li.firstElementChild); });
-    }
-    body.appendChild(copy);
+// The number's card file, once the page's state (which names it, by the entry the number's link
+// leads to) is known; null where there is none. Material's instant navigation writes links out in
+// full: `hash` is where they lead on the page.
+function howCardFile(link) {
+  return withState().then(function () {
+    var name = page && page.cards && page.cards[decodeURIComponent(link.hash.slice(1))];
+    if (!name) return null;
+    return fetchJSON(new URL(name, pageUrl).href).then(function (card) { return checked("card file", card); });
   });
-  Array.prototype.forEach.call(body.querySelectorAll("a"), function (a) {
-    var span = document.createElement("span");
-    span.append.apply(span, Array.prototype.slice.call(a.childNodes));
-    a.replaceWith(span);
-  });
-  el.replaceChildren(body);
-  link.setAttribute("aria-describedby", described);
-  howCard.shows = howShows(link);
 }
 
-function howShows(link) { return (howAtBuilt(link) ? "built " : "moved ") + link.textContent; }
+function howText(text) {
+  return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
+// The card's HTML at the reader's state: the template its file names there, with each hole's text
+// there put in (each laid out as a number's texts are: numbers.js, flatIndex).
+function howHtml(card) {
+  var scenario = currentScenario();
+  function at(laid) { return laid.texts[flatIndex(laid.deps, scenario)]; }
+  return card.templates[at(card.which)].replace(HOW_HOLE, function (_, n) { return howText(at(card.holes[+n])); });
+}
+
+// The card at the reader's state, headed by the number as the prose shows it (as its entry is, at
+// the starting settings); its head is the number's description.
+function fillHowCard(link) {
+  var html = howHtml(howCard.card);
+  howCard.html = html;
+  howCard.el.innerHTML = html;
+  var head = howCard.el.firstElementChild, strong = head && head.querySelector("strong");
+  if (strong) strong.textContent = link.textContent;
+  if (head) head.id = CLS.how_card + "-head";
+  link.setAttribute("aria-describedby", CLS.how_card + "-head");
+}
 
 // Once filled: a card taller than its room scrolls, and is then reached by Tab; docked at the
 // bottom of a narrow window, it must not cover the number it was opened from by focus or a tap
@@ -105,25 +78,27 @@ function openHowCard(link, byHover) {
   if (!howCard || howMuted === link) return;
   cancel("how card");
   if (howCard.link === link) { if (!byHover) howCard.byHover = false; return; }
-  var found = howEntry(link);
-  if (!found) return;
   closeHowCard();
   howCard.link = link;
   howCard.byHover = !!byHover;
-  link.after(howCard.el);
-  fillHowCard(link, found);
   link.classList.add(CLS.how_open);
-  placeHowCard();
+  var gen = generation;
+  howCardFile(link).then(function (card) {
+    if (gen !== generation || !howCard || howCard.link !== link || !card) return; // closed, or moved on, meanwhile
+    howCard.card = card;
+    link.after(howCard.el);
+    fillHowCard(link);
+    placeHowCard();
+  }).catch(report);
 }
 
-// The numbers moved (numbers.js): an open card says how its number now stands. It is filled again
-// only when that changed (what the number shows, or whether it is at the starting settings).
+// The numbers moved (numbers.js): an open card shows the derivation at the reader's new state. It
+// is filled again only when its text changed.
 function refreshHowCard() {
-  if (!howCard || !howCard.link) return;
-  if (howCard.shows === howShows(howCard.link)) return;
-  var found = howEntry(howCard.link), top = howCard.el.scrollTop;
-  if (!found) return;
-  fillHowCard(howCard.link, found);
+  if (!howCard || !howCard.link || !howCard.card || !howCard.el.isConnected) return;
+  if (howCard.html === howHtml(howCard.card)) return;
+  var top = howCard.el.scrollTop;
+  fillHowCard(howCard.link);
   howCard.el.scrollTop = top;
   placeHowCard();
 }
@@ -137,6 +112,7 @@ function closeHowCard() {
   if (howCard.el.contains(document.activeElement)) link.focus();
   howCard.el.remove();
   howCard.link = null;
+  howCard.card = null;
 }
 
 // The pointer left a number or its card: the card closes after a moment, unless the pointer has
@@ -163,7 +139,7 @@ function resetHowCard() {
   el.className = CLS.card + " " + CLS.how_card;
   el.id = CLS.how_card;
   el.setAttribute("role", "tooltip");
-  howCard = { el: el, link: null, byHover: false, docked: false, shows: null };
+  howCard = { el: el, link: null, byHover: false, docked: false, card: null, html: null };
 }
 
 function howListen() {

@@ -6,6 +6,12 @@ var INTENT = ["pointerenter", "focusin", "touchstart"]; // a reader reaching for
 // The first signs of a reader acting on the page, anywhere in it (see init).
 var WAKE = ["pointerover", "pointerdown", "touchstart", "keydown", "focusin", "input", "change"];
 var wake = function () {}; // reads the page's state, once per page; set by init
+var pageUrl = null; // the page state's address, which the files it names are found from
+var stateArrived = Promise.resolve(); // settles once the page's state is known (or at once: none)
+var stateArrives = function () {};
+
+// The page's state, read if it is not yet (how.js: a number's card needs it to find its file).
+function withState() { wake(); return stateArrived; }
 
 function onInput(event) {
   var input = event.target, name = input.getAttribute(ATTR.param);
@@ -59,6 +65,9 @@ function teardown() {
   resetExports();
   page = null;
   state = null;
+  pageUrl = null;
+  stateArrived = Promise.resolve();
+  stateArrives = function () {};
 }
 
 function init() {
@@ -67,6 +76,8 @@ function init() {
   var gen = generation;
   var root = document.querySelector(dot(CLS.page) + having(ATTR.page));
   if (!root) return;
+  pageUrl = resolve(root, ATTR.page);
+  stateArrived = new Promise(function (ok) { stateArrives = ok; });
   // The page's <noscript> hides the controls from readers without JavaScript. Zensical's
   // instant navigation parses the new page with scripting off, so the style inside comes
   // alive there and would hide them from everyone: with the script running, it goes.
@@ -104,7 +115,7 @@ function init() {
 }
 
 function start(gen, root) {
-  fetchJSON(resolve(root, ATTR.page)).then(function (info) {
+  fetchJSON(pageUrl).then(function (info) {
     if (gen !== generation) return;
     page = checked("page state", info);
     // Controls the reader moved before the state arrived (or the browser restored on going
@@ -132,6 +143,7 @@ function start(gen, root) {
       m.control.value = m.value;
       if (m.control.tagName === "SELECT") onScenario(); else onInput({ target: m.control });
     });
+    stateArrives();
   }).catch(report);
 }
 
