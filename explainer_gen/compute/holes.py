@@ -109,7 +109,7 @@ class Holes:
             varying, wordings = [], []
             for c, column in enumerate(columns):
                 values = column[here]
-                distinct = set(values.tolist())
+                distinct = sorted(set(values.tolist()))  # sorted: a set's order changes from process to process
                 if len(distinct) == 1:
                     continue
                 varying.append(c)
