@@ -99,25 +99,29 @@ def test_feed_and_glossary_pages_are_clean(page, base_url):
 
 ROOFLINE = "explainers/roofline/"
 PROMPT = "a.eg-how:has([data-eg-num='n1'])"  # the prompt length, as the prose shows it (slider 'prompt')
+PREFILL = "a.eg-how:has([data-eg-num='n2'])"  # the prefill's time, a closed form over the prompt length
 
-# The open card as a reader gets it: displayed or not, its box, the head and the note it opens with,
-# what describes the number, and the head of the entry the number links to.
+# The open card as a reader gets it: displayed or not, its box, its head, its text, what describes
+# the number, and the head of the entry the number links to.
 HOW_CARD_STATE = """sel => {
   const c = document.getElementById('eg-how-card'), a = document.querySelector(sel);
   const entry = a && a.hash && document.getElementById(a.hash.slice(1));
   const r = c ? c.getBoundingClientRect() : {};
-  const moved = c && c.querySelector('.eg-how-moved strong');
   const described = a && a.getAttribute('aria-describedby');
-  return {shown: !!c && getComputedStyle(c).display !== 'none' && r.height > 0, box: [r.left, r.top, r.right, r.bottom],
-          head: c && c.firstElementChild ? c.firstElementChild.textContent : null,
-          moved: moved ? moved.textContent : null, number: a && a.textContent,
+  return {shown: !!c && c.previousElementSibling === a && getComputedStyle(c).display !== 'none' && r.height > 0,
+          box: [r.left, r.top, r.right, r.bottom], number: a && a.textContent,
+          head: c && c.firstElementChild ? c.firstElementChild.textContent : null, text: c ? c.textContent : null,
           description: described ? described.split(' ').map(id => document.getElementById(id).textContent).join(' ') : null,
           rem: parseFloat(getComputedStyle(document.documentElement).fontSize),
           entryHead: entry ? entry.firstElementChild.textContent : null, hash: location.hash, width: innerWidth};
 }"""
 
 
-def how_card(page, selector: str) -> dict:
+def how_card(page, selector: str, opening: bool = False) -> dict:
+    """The card's state; `opening`: once the card of the number `selector` finds shows beside it
+    (its file arrives after the number is reached for)."""
+    if opening:
+        page.wait_for_function(f"sel => ({HOW_CARD_STATE})(sel).shown", arg=selector)
     return page.evaluate(HOW_CARD_STATE, selector)
 
 
@@ -128,51 +132,60 @@ def move_prompt(page, value: str, shown: str) -> None:
     page.wait_for_function("([sel, shown]) => document.querySelector(sel).textContent === shown", arg=[PROMPT, shown])
 
 
-def test_a_number_s_card_opens_by_keyboard_and_pointer_and_says_when_its_number_has_moved(page, base_url):
+def test_a_number_s_card_opens_by_keyboard_and_pointer_and_follows_the_sliders(page, base_url):
     """Tab to the first computed number: its card shows its entry's head, which describes the number;
     Escape closes it. The pointer resting on a number opens its card, leaving closes it, and after
     Escape the card stays shut until the pointer has left the number. Once the prompt-length slider
-    has moved, the card of the number that shows it says what the number now is, above the
-    derivation at the starting settings, also while open as the slider moves; moved back, the note
-    goes. Enter follows the number's link and closes its card."""
+    has moved, the cards of the numbers it moves show the derivation at the new length (the
+    prefill's closed form with 4,096 prompt tokens put in, and its time as the prose now shows
+    it), also while open as the slider moves; moved back, they are their entries again. Enter
+    follows the number's link and closes its card."""
     page.goto(base_url + ROOFLINE)
     page.wait_for_load_state("networkidle")
     tab_to(page, "a.eg-how")
-    got = how_card(page, "a.eg-how:focus")
-    assert got["shown"] and got["head"] == got["entryHead"] == got["description"] and got["moved"] is None, got
+    got = how_card(page, "a.eg-how:focus", opening=True)
+    assert got["head"] == got["entryHead"] == got["description"], got
     page.keyboard.press("Escape")
     assert not how_card(page, "a.eg-how:focus")["shown"]
     page.evaluate("document.activeElement.blur()")
 
     number = page.locator(PROMPT).first
     number.hover()
-    got = how_card(page, PROMPT)
-    assert got["shown"] and "Prompt length" in got["head"] and got["moved"] is None, got
+    got = how_card(page, PROMPT, opening=True)
+    assert "Prompt length" in got["head"] and "2,048" in got["head"], got
     page.keyboard.press("Escape")
     assert not how_card(page, PROMPT)["shown"]
     number.hover(position={"x": 2, "y": 2})  # still on the number: Escape holds
+    page.wait_for_timeout(200)
     assert not how_card(page, PROMPT)["shown"]
     page.mouse.move(0, 0)
     number.hover()  # back on it after leaving: the card opens again
-    assert how_card(page, PROMPT)["shown"]
+    assert how_card(page, PROMPT, opening=True)["shown"]
     page.mouse.move(0, 0)
     page.wait_for_timeout(500)  # past the pause the pointer has to reach the card (how.js, HOW_CLOSE_MS)
     assert not how_card(page, PROMPT)["shown"]
 
-    for value, shown, moved in (("4096", "4,096", "4,096"), ("2048", "2,048", None)):
+    prefill = page.locator(PREFILL).first
+    for value, shown in (("4096", "4,096"), ("2048", "2,048")):
         move_prompt(page, value, shown)
-        number.focus()
-        got = how_card(page, PROMPT)
-        assert got["shown"] and got["moved"] == moved and got["head"] == got["entryHead"], (value, got)
-        assert got["description"] == got["head"] + (f" With the settings now on the page it is {moved}; below is how it "
-                                                    "is made at the page's starting settings." if moved else ""), got
+        prefill.focus()
+        got = how_card(page, PREFILL, opening=True)
+        assert got["description"] == got["head"] and got["number"] in got["head"], got
+        assert f"-token prompt" in got["head"] and f"{shown}-token prompt" in got["head"], got
+        assert f"prompt tokens, each a position of the pass, {shown}" in got["text"], got
+        assert f"= {got['number'].replace(' ', chr(160))}" in got["text"] or got["number"] in got["text"], got
+        assert (got["head"] == got["entryHead"]) == (value == "2048"), got  # the entry: the starting settings
         page.evaluate("document.activeElement.blur()")
-    number.focus()
+    prefill.focus()
+    how_card(page, PREFILL, opening=True)
     move_prompt(page, "1024", "1,024")  # the card open as the slider moves
-    assert how_card(page, PROMPT)["moved"] == "1,024"
+    page.wait_for_function(f"sel => ({HOW_CARD_STATE})(sel).text.includes('each a position of the pass, 1,024')",
+                           arg=PREFILL)
+    got = how_card(page, PREFILL)
+    assert got["shown"] and "1,024-token prompt" in got["head"] and got["number"] in got["head"], got
     page.keyboard.press("Enter")
-    page.wait_for_function("() => location.hash === '#how-n1'")
-    assert not how_card(page, PROMPT)["shown"]
+    page.wait_for_function("() => location.hash === '#how-n2'")
+    assert not how_card(page, PREFILL)["shown"]
     page.watch.assert_clean()
 
 
@@ -196,7 +209,7 @@ def test_on_a_phone_a_tap_opens_a_number_s_card_docked_below_it_and_a_second_tap
         page.wait_for_load_state("networkidle")
         step = "a.eg-how:has([data-eg-num='n3'])"  # the decode step, whose derivation is long
         tap(step, "end")
-        got = how_card(page, step)
+        got = how_card(page, step, opening=True)
         left, top, right, bottom = got["box"]
         assert got["shown"] and got["hash"] == "" and got["head"] == got["entryHead"], got
         margin = got["rem"] / 2  # docked .5rem in from the window's sides (explainer.css)
@@ -208,7 +221,7 @@ def test_on_a_phone_a_tap_opens_a_number_s_card_docked_below_it_and_a_second_tap
 
         ratio = "a.eg-how:has([data-eg-num='n5'])"  # prefill in decode steps
         before = tap(ratio, "center")
-        got = how_card(page, ratio)
+        got = how_card(page, ratio, opening=True)
         assert got["shown"] and got["hash"] == "" and got["head"] == got["entryHead"], got
         assert page.locator(ratio).first.bounding_box()["y"] == pytest.approx(before["y"], abs=1)
         tap(ratio, "center")

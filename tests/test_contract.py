@@ -52,8 +52,9 @@ def test_every_file_the_build_writes_has_the_contract_shape(site):
     figures = site_json(site, "fig")
     payloads = [j for j in figures if "vega" in j]
     variants = [j for j in figures if "vega" not in j]  # the other scenarios' rows
-    assert len(pages) >= 4 and len(payloads) >= 10 and len(variants) >= 10
-    for kind, files in (("page-state", pages), ("figure", payloads), ("variant", variants)):
+    cards = site_json(site, "how")
+    assert len(pages) >= 4 and len(payloads) >= 10 and len(variants) >= 10 and len(cards) >= 300
+    for kind, files in (("page-state", pages), ("figure", payloads), ("variant", variants), ("card", cards)):
         check = validator(kind)
         for doc in files:
             errors = [f"{list(e.absolute_path)}: {e.message}" for e in check.iter_errors(doc)]
@@ -62,6 +63,12 @@ def test_every_file_the_build_writes_has_the_contract_shape(site):
         contract.check_page_state(state)
     for payload in payloads:
         contract.check_figure_payload(payload)
+    for card in cards:
+        contract.check_number_card(card)
+    # Each page state names a card file for each number its page links to an entry, and the file is there.
+    for path in sorted((site / "assets/explainer/page").glob("*.json")):
+        named = json.loads(path.read_text())["cards"]
+        assert named and all((path.parent / rel).resolve().is_file() for rel in named.values()), path
 
 
 def test_each_switch_offers_its_choices_in_the_order_the_page_lists_them(site):
@@ -153,6 +160,10 @@ def test_the_served_loader_is_the_one_the_build_writes(site):
     ("figure", lambda p: p["describe"]["values"]["A"]["f"].pop("deps"), "'deps' is a required property"),
     ("figure", lambda p: p["palette"].update(red="--eg-chart-red"), "does not match"),
     ("variant", lambda v: v.update(B=[1, 2]), "is not of type 'object'"),
+    ("page-state", lambda s: s.pop("cards"), "'cards' is a required property"),
+    ("card", lambda c: c["which"].update(texts=["0"]), "is not of type 'integer'"),
+    ("card", lambda c: c["holes"][0].update(texts=[1, 2]), "is not of type 'string'"),
+    ("card", lambda c: c.pop("holes"), "'holes' is a required property"),
 ])
 def test_a_file_of_another_shape_fails_its_schema(kind, broken, where):
     """Negative controls: each schema takes a well-formed file and refuses the same file broken."""
@@ -161,7 +172,10 @@ def test_a_file_of_another_shape_fails_its_schema(kind, broken, where):
                        "scenarios": [{"key": "A", "choices": {"accelerator": "h100"}, "blocked": {}, "note": ""},
                                      {"key": "B", "choices": {"accelerator": "h200"}, "blocked": {}, "note": ""}],
                        "default": "A", "sliders": {"a": {"min": 0, "step": 1, "count": 2, "default": 0, "decimals": 0}},
-                       "numbers": {"n": {"deps": ["scenario", "a"], "texts": ["1", "2", "3", "4"]}}},
+                       "numbers": {"n": {"deps": ["scenario", "a"], "texts": ["1", "2", "3", "4"]}},
+                       "cards": {"how-n": "../how/0123abcd.json"}},
+        "card": {"version": contract.VERSION, "templates": ["<p>a: <strong>\ue0000\ue001</strong></p>"],
+                 "which": {"deps": [], "texts": [0]}, "holes": [{"deps": ["a"], "texts": ["1", "2"]}]},
         "figure": {"version": contract.VERSION, "spec": {}, "vega": {"data": [{"name": "table"}]},
                    "narrow": {"data": [{"name": "table"}]},
                    "palette": {"#0e7490": "--eg-chart-series-6"}, "data": {"x": [1, 2.5], "label": ["a", "b"]},
@@ -178,6 +192,20 @@ def test_a_file_of_another_shape_fails_its_schema(kind, broken, where):
 
 
 @pytest.mark.parametrize("broken, message", [
+    (lambda c: c["which"].update(texts=[1]), "beyond its 1"),
+    (lambda c: c["templates"].append("<p>\ue0001\ue001</p>"), "marks holes [1]"),
+])
+def test_a_card_file_that_disagrees_with_itself_is_refused(broken, message):
+    card = {"version": contract.VERSION, "templates": ["<p>a: <strong>\ue0000\ue001</strong></p>"],
+            "which": {"deps": [], "texts": [0]}, "holes": [{"deps": ["a"], "texts": ["1", "2"]}]}
+    contract.check_number_card(card)  # the well-formed one passes
+    broken(card)
+    validator("card").validate(card)  # still the schema's shape
+    with pytest.raises(ValueError, match=re.escape(message)):
+        contract.check_number_card(card)
+
+
+@pytest.mark.parametrize("broken, message", [
     (lambda s: s["scenarios"][1]["choices"].update(accelerator="h100"), "same switch choice"),
     (lambda s: s["scenarios"][0]["choices"].update(accelerator="tpu"), "not a choice"),
     (lambda s: s["numbers"]["n"]["texts"].pop(), "3 texts for 4 positions"),
@@ -190,7 +218,7 @@ def test_a_page_state_that_disagrees_with_itself_is_refused(broken, message):
              "scenarios": [{"key": "A", "choices": {"accelerator": "h100"}, "blocked": {}, "note": ""},
                            {"key": "B", "choices": {"accelerator": "h200"}, "blocked": {}, "note": ""}],
              "default": "A", "sliders": {"a": {"min": 0, "step": 1, "count": 2, "default": 0, "decimals": 0}},
-             "numbers": {"n": {"deps": ["scenario", "a"], "texts": ["1", "2", "3", "4"]}}}
+             "numbers": {"n": {"deps": ["scenario", "a"], "texts": ["1", "2", "3", "4"]}}, "cards": {}}
     validator("page-state").validate(state)
     contract.check_page_state(state)  # the well-formed one passes
     broken(state)

@@ -921,7 +921,19 @@ PRINTED = """() => { const shown = SHOWN, all = s => [...document.querySelectorA
 # description, inside the window without covering the number or widening the page, in the page's
 # scheme, reachable by Tab where it scrolls, and opens with the head of the entry the number links
 # to, which is in "How the numbers are computed"; Escape closes it.
-NUMBER_CARDS = """() => {
+# A number's card shows once its card file has come (the first time; how.js): the card beside `a`,
+# or null after a few seconds.
+CARD_OF = """async a => {
+  for (let t = 0; t < 500; t++) {
+    const c = document.getElementById('eg-how-card');
+    if (c && c.previousElementSibling === a) return c;
+    await new Promise(ok => setTimeout(ok, 10));
+  }
+  return null;
+}"""
+
+NUMBER_CARDS = """async () => {
+  const cardOf = """ + CARD_OF + """;
   const out = [], card = () => document.getElementById('eg-how-card');
   const bodyBg = getComputedStyle(document.body).backgroundColor;
   const esc = new KeyboardEvent('keydown', {key: 'Escape', bubbles: true});
@@ -930,7 +942,7 @@ NUMBER_CARDS = """() => {
     const name = `number ${i + 1} (${a.textContent.trim()})`;
     a.scrollIntoView({block: 'end'});
     a.focus();
-    const c = card();
+    const c = await cardOf(a);
     if (!c) { out.push(`${name}: no card on focus`); continue; }
     const s = getComputedStyle(c), r = c.getBoundingClientRect(), l = a.getBoundingClientRect();
     if (s.display === 'none' || r.width === 0 || r.height === 0) { out.push(`${name}: its card is not displayed on focus`); continue; }
@@ -960,15 +972,16 @@ NUMBER_CARDS = """() => {
 }"""
 
 # The number whose card is tallest, its card left open (for axe, and for print to hide).
-OPEN_TALLEST = """() => {
+OPEN_TALLEST = """async () => {
+  const cardOf = """ + CARD_OF + """;
   let best = null, most = -1;
   for (const a of document.querySelectorAll('a.eg-how')) {
     a.focus();
-    const c = document.getElementById('eg-how-card');
+    const c = await cardOf(a);
     if (c && c.scrollHeight > most) { most = c.scrollHeight; best = a; }
   }
   if (best) { best.scrollIntoView({block: 'center'}); best.focus(); }
-  const c = document.getElementById('eg-how-card');
+  const c = best && await cardOf(best);
   return !!best && !!c && getComputedStyle(c).display !== 'none';
 }"""
 
