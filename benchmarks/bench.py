@@ -5,6 +5,7 @@ targets ("ok"/"MISS"); asserts nothing.
     python benchmarks/bench.py --no-browser [--no-scale]
     python benchmarks/bench.py --keep-lighthouse DIR   # also keep every Lighthouse JSON report
     python benchmarks/bench.py --lighthouse SITE       # only Lighthouse, on a built site
+    python benchmarks/bench.py --number-cards SITE     # only the numbers' card files, of a built site
 
 Targets (from the issues):
   build    (issue 15, as whole `mkdocs build` processes, Python's start-up included, on this
@@ -30,6 +31,8 @@ Targets (from the issues):
            Lighthouse 12.2.3 on every explainer page (docs/explainers/*), its default mobile
            emulation with simulated throttling, median of 3 runs: performance >= 95,
            accessibility 100, best practices 100, cumulative layout shift 0.
+  number cards (issue 37) the card files of each page's numbers, fetched as a card first opens:
+           how many, their bytes and gzip bytes, the largest (no target).
   cards    (issue 38) what the share cards add: the seconds a one-process cold build spends
            composing and drawing them, and their bytes in the site (no target).
            `python benchmarks/bench.py --cards` prints only this, from one cold build.
@@ -125,6 +128,30 @@ def page_weights(site: Path) -> list[dict]:
         rows.append({"page": str(html_path.relative_to(site).parent) or "/", "html_gz": gz(html_path),
                      "figure_data_gz": data + numbers, "other_scenarios_gz": variants, "css_gz_all": css})
     return rows
+
+
+def number_card_weights(site: Path) -> list[dict]:
+    """Per page, its numbers' card files (issue 37): how many, their bytes as written and gzip, the
+    largest gzip. A card file is fetched when its number's card first opens, never with the page."""
+    rows = []
+    for html_path in sorted(site.rglob("index.html")):
+        found = re.search(r'data-eg-page="([^"]+)"', html_path.read_text())
+        if not found:
+            continue
+        state = (html_path.parent / found.group(1)).resolve()
+        files = [(state.parent / rel).resolve() for rel in json.loads(state.read_text()).get("cards", {}).values()]
+        if files:
+            sizes = [gz(f) for f in files]
+            rows.append({"page": str(html_path.relative_to(site).parent) or "/", "files": len(files),
+                         "bytes": sum(f.stat().st_size for f in files), "gz": sum(sizes), "largest_gz": max(sizes)})
+    return rows
+
+
+def print_number_cards(site: Path) -> None:
+    print("\nnumbers' card files (issue 37; fetched as a number's card first opens, not with the page; no target)")
+    print(f"  {'page':34} {'files':>6} {'bytes':>12} {'gzip':>10} {'largest gzip':>13}")
+    for r in number_card_weights(site):
+        print(f"  {r['page']:34} {r['files']:6d} {r['bytes']:12,d} {r['gz']:10,d} {r['largest_gz']:13,d}")
 
 
 SLIDER_MOVES = """async ([index, moves]) => {
@@ -831,6 +858,7 @@ def main() -> None:
     ap.add_argument("--keep-lighthouse", type=Path, metavar="DIR", help="copy every Lighthouse JSON report here")
     ap.add_argument("--sliders", type=Path, metavar="SITE", help="only the slider timings, of a built site")
     ap.add_argument("--lighthouse", type=Path, metavar="SITE", help="only Lighthouse, on a built site")
+    ap.add_argument("--number-cards", type=Path, metavar="SITE", help="only the numbers' card files, of a built site")
     ap.add_argument("--prose-save", action="store_true", help="only a prose save under mkdocs serve (one cold build first)")
     args = ap.parse_args()
     if args.prose_save:
@@ -841,6 +869,9 @@ def main() -> None:
         return
     if args.lighthouse:
         print_lighthouse(lighthouse_pages(args.lighthouse, keep=args.keep_lighthouse), 3)
+        return
+    if args.number_cards:
+        print_number_cards(args.number_cards)
         return
     if args.one_build:
         one_build(*args.one_build)
@@ -918,6 +949,7 @@ def main() -> None:
                   f"{row['other_scenarios_gz']:15,d} {row['css_gz_all']:8,d}{flag}")
         bundle = next((work / "cold0/assets/explainer").glob("vega-*.js"))
         print(f"\nvega bundle {gz(bundle):,d} bytes gzip, one URL for every figure page: {bundle.name}")
+        print_number_cards(work / "cold0")
         print_cards(work / "cold0", phases.get("cards", 0.0), cold)
         print_narrow(work / "cold0", phases.get("narrow", 0.0), cold)
         print()

@@ -186,8 +186,9 @@ def test_a_number_of_scenario_free_terms_is_evaluated_once_without_a_scenario(mo
     page = build_page(PAGE, "docs/p.md", cat, _no_figures, 10**9)
     (number,) = page.numbers.values()
     assert number.deps == ["scenario"] and number.texts == ["80", "192"]
-    # Once under each scenario; then once more for its derivation, under the default scenario.
-    assert [s.acc.key for s in _peek.calls] == ["h100-sxm", "mi300x", "h100-sxm"]
+    # Once under each scenario; once more for its derivation, under the default scenario; then for
+    # its card, once under each scenario again.
+    assert [s.acc.key for s in _peek.calls] == ["h100-sxm", "mi300x", "h100-sxm", "h100-sxm", "mi300x"]
 
     seen = []
 
@@ -198,7 +199,8 @@ def test_a_number_of_scenario_free_terms_is_evaluated_once_without_a_scenario(mo
     monkeypatch.setattr(vocab, "REGISTRY", Registry(*vocab.TOPICS))
     vocab.REGISTRY.terms["peek"] = Term("peek", free, (), "scratch", SOME, derive=_how)
     (number,) = build_page(PAGE, "docs/p.md", cat, _no_figures, 10**9).numbers.values()
-    assert number.deps == [] and number.default == "7" and seen == [(), ()]  # its value, then its derivation
+    # Its value, its derivation, then its card: each once, without a scenario.
+    assert number.deps == [] and number.default == "7" and seen == [(), (), ()]
 
 
 def test_a_term_wrongly_declared_scenario_free_fails_the_build_at_the_number(monkeypatch, cat):
