@@ -328,3 +328,70 @@ def test_negative_control_holes_that_drop_an_axis_they_change_along_give_wrong_v
     wrong = sum(at(written, {"scenario": (s, 3), "a": (a, 4), "k": (k, 5)}) != truth[i]
                 for i, (s, a, k) in enumerate(np.ndindex(*axes)))
     assert wrong > 10
+
+
+# -- the cards in the browser ------------------------------------------------------------------------
+
+SHARED = "explainers/speculative-decoding/?accelerator=mi300x&cards=8&context=32768&a=0.35&k=7"
+
+# Every computed number's card at the page's state: each number focused in turn, its card awaited.
+CARDS_SHOWN = """async () => {
+  const out = {}, seen = new Set();
+  for (const a of document.querySelectorAll('a.eg-how')) {
+    if (seen.has(a.hash)) continue;
+    seen.add(a.hash);
+    a.focus();
+    let c = null;
+    for (let t = 0; t < 500 && !c; t++) {
+      const got = document.getElementById('eg-how-card');
+      if (got && got.previousElementSibling === a) c = got;
+      else await new Promise(ok => setTimeout(ok, 10));
+    }
+    out[decodeURIComponent(a.hash.slice(1))] = {number: a.textContent, html: c ? c.innerHTML : null};
+  }
+  document.activeElement.blur();
+  const s = window.explainerGen.state();
+  return {cards: out, scenario: s.scenario, sliders: s.sliders};
+}"""
+
+
+def _text(fragment: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", " ", fragment)).split()
+
+
+def test_every_card_shows_its_file_at_the_state_of_a_shared_link(page, base_url, site):
+    """A shared link that moves the switch and both sliders: every computed number's card shows
+    its card file at that state (the scenario's place and each slider's position, as the loader
+    finds them), headed by the number as the prose shows it. Negative control: the files at the
+    page's starting state differ from what the cards of the numbers that move show."""
+    page.goto(base_url + SHARED)
+    page.wait_for_load_state("networkidle")
+    got = page.evaluate(CARDS_SHOWN)
+    state_url = re.search(r'data-eg-page="([^"]+)"', (site / "explainers/speculative-decoding/index.html").read_text())[1]
+    state = json.loads(((site / "explainers/speculative-decoding") / state_url).resolve().read_text())
+    keys = [s["key"] for s in state["scenarios"]]
+    assert got["scenario"] != state["default"] and (got["sliders"]["a"], got["sliders"]["k"]) == (0.35, 7), got
+
+    def where(scenario: str, sliders: dict) -> dict:
+        out = {SCENARIO_DEP: (keys.index(scenario), len(keys))}
+        for name, s in state["sliders"].items():
+            value = sliders.get(name, s["default"])
+            out[name] = (round((value - s["min"]) / s["step"]), s["count"])
+        return out
+    cards = page_cards(site, "docs/explainers/speculative-decoding.md")
+    here = where(got["scenario"], got["sliders"])
+    start = where(state["default"], {})
+    stale = 0
+    assert len(got["cards"]) == len(cards) >= 100
+    for entry, shown in got["cards"].items():
+        assert shown["html"] is not None, (entry, "no card")
+        want = re.sub(r"<strong>.*?</strong>", f"<strong>{html.escape(shown['number'])}</strong>",
+                      card_at(cards[entry], here), count=1)
+        assert _text(shown["html"]) == _text(want), (entry, shown["number"])
+        built = re.sub(r"<strong>.*?</strong>", f"<strong>{html.escape(shown['number'])}</strong>",
+                       card_at(cards[entry], start), count=1)
+        stale += _text(shown["html"]) != _text(built)
+    # A loader that showed the starting state's cards would fail on these (54 of the 109 when written:
+    # the others read neither the switch nor a slider, such as the papers' figures).
+    assert stale >= 40, stale
+    page.watch.assert_clean()
