@@ -359,6 +359,7 @@ def _text(fragment: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", " ", fragment)).split()
 
 
+@pytest.mark.hosts()  # on both hosts' builds (tests/conftest.py)
 def test_every_card_shows_its_file_at_the_state_of_a_shared_link(page, base_url, site):
     """A shared link that moves the switch and both sliders: every computed number's card shows
     its card file at that state (the scenario's place and each slider's position, as the loader
