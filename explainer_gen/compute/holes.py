@@ -36,14 +36,16 @@ def hole_mark(n: int) -> str:
 
 def _flatten(value: Any, strings: list) -> Any:
     """The structure of a JSON value with its strings (or arrays of strings) taken out into
-    `strings`, in a fixed order: what two states share to share a template."""
-    if isinstance(value, dict):
-        return tuple((k, _flatten(v, strings)) for k, v in value.items())
-    if isinstance(value, list):
-        return ("[", *(_flatten(v, strings) for v in value))
-    if isinstance(value, (str, np.ndarray)):
+    `strings`, in a fixed order: what two states share to share a template. (Made at every state
+    of every number: the commonest types are tested first.)"""
+    kind = type(value)
+    if kind is str or kind is np.ndarray:
         strings.append(value)
         return None
+    if kind is dict:
+        return tuple([(k, _flatten(v, strings)) for k, v in value.items()])
+    if kind is list:
+        return ("[", *[_flatten(v, strings) for v in value])
     return value
 
 
