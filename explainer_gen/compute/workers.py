@@ -68,13 +68,15 @@ def default_workers() -> int:
 
 def run(jobs: list[PageJob], workers: int) -> list[dict]:
     """Compute `jobs` on `workers` new processes (`python -m explainer_gen.worker`), each
-    taking the next job, the largest pages' first, as it finishes one; results in job order.
+    taking the next job as it finishes one: the pages' numbers first (deriving each number at every
+    state, they are the longest jobs, and one left for last would run alone), each kind the largest
+    pages' first; results in job order.
 
     New interpreters rather than multiprocessing's spawn, which runs the host's main script again in
     every child: a build started from an unguarded script would start workers without end. A worker
     that dies, or spends more than JOB_SECONDS on a job, leaves its jobs `skipped`, and the build
     computes them itself."""
-    order = sorted(range(len(jobs)), key=lambda i: (-len(jobs[i].text), jobs[i].share))
+    order = sorted(range(len(jobs)), key=lambda i: (jobs[i].share != NUMBERS, -len(jobs[i].text), jobs[i].share))
     pending: queue.Queue[int] = queue.Queue()
     for i in order:
         pending.put(i)

@@ -230,6 +230,7 @@ class Store:
             result.key = key
             if result.cards is not None:  # the heavy part, apart: a build reads it only to write a card file
                 self.cache.put("number-cards", key, dumps(result.cards))
+                self.card_file(result)  # written where the number is computed: in a worker, beside the others
             return result
         return self.remember("numbers", key, timed, NumberResult.light_json, lambda d: NumberResult(**d))
 
