@@ -190,7 +190,15 @@ def _operators(text: str) -> str:
 
 def closed_form(quantity: str, dim: Dim, result: float, formula: str, sources: tuple[str, ...] = (),
                 **symbols: Symbol) -> Derivation:
-    return Derivation("closed form", quantity, float(result), dim, formula, dict(symbols), sources=sources)
+    return Derivation("closed form", quantity, _number(result), dim, formula, dict(symbols), sources=sources)
+
+
+def each(words: Callable[..., str], *values):
+    """`words(*values)`; over arrays (a derivation over a grid, Term.derives_arrays), an array of
+    the words at each element."""
+    if all(np.ndim(v) == 0 for v in values):
+        return words(*(float(np.asarray(v)) for v in values))
+    return np.frompyfunc(lambda *v: words(*v), len(values), 1)(*values)
 
 
 def one_after_another(quantity: str, result: float, forms: list[Derivation], words: str = "pass") -> Derivation:
@@ -464,12 +472,17 @@ def explain_over(text: str, scenarios: list[tuple[dict[str, Any], dict[str, Call
         scope = {**env, **{k: remembering(env[k]) for k in plan.calls}}
         remembered = {k: remembering(derivers[k]) if derivers.get(k) is not None else None for k in plan.calls}
         with reading() as read, np.errstate(all="ignore"):
+            done = False
             if over_grid:
                 for a, s in enumerate(axes):
                     scope[s.name] = grids[a].reshape([-1 if b == a else 1 for b in range(len(axes))])
-                d = explain(text, scope, returns, remembered, sliders, dim, scale, True)
-                held.put(i * block, d.to_json(whole=False), [len(g) for g in grids])
-            else:
+                try:
+                    d = explain(text, scope, returns, remembered, sliders, dim, scale, True)
+                    held.put(i * block, d.to_json(whole=False), [len(g) for g in grids])
+                    done = True
+                except ValueError:  # a grid whose states take different forms: one state at a time
+                    pass
+            if not done:
                 for j, position in enumerate(itertools.product(*grids)):
                     for s, v in zip(axes, position):
                         scope[s.name] = v

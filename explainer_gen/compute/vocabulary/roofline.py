@@ -17,7 +17,7 @@ from models.precision import WEIGHT_FORMATS
 from models import estimate as fitted_estimate, roofline
 from models.units import BYTES, COUNT, FLOP, RATIO, TIME
 
-from ..derivation import Derivation, Symbol, closed_form, peak_words, from_catalogue, search, value
+from ..derivation import Derivation, Symbol, closed_form, each, peak_words, from_catalogue, search, value
 from ..resolved import Resolved
 from .registry import Returns, Topic
 
@@ -43,6 +43,23 @@ _PARTS = {"seconds": "time of one decode pass, at its floor", "weights_s": "time
           "utilisation": "share of peak FLOP/s one decode pass uses", "estimate": "time of one decode pass, estimated"}
 
 FITTED = "the estimate's terms, fitted on the training measurements of models/measurements.yaml (models.estimate)"
+
+
+def _value(x):
+    """A number, or over a grid of passes (Term.derives_arrays) an array of them."""
+    arr = np.asarray(x, dtype=float)
+    return float(arr) if arr.ndim == 0 else arr
+
+
+def _alike(held, what: str) -> bool:
+    """Whether `held` holds, where over a grid of passes it must hold for all or for none: the
+    closed form is written once for all of them."""
+    held = np.asarray(held)
+    if held.all():
+        return True
+    if not held.any():
+        return False
+    raise ValueError(f"{what}: some passes of the grid have them and some not; derive them one at a time")
 
 
 def _derive_steptime(r: Resolved, st: roofline.StepTime, which: str = "target", on=None, part: str = "seconds",
@@ -71,7 +88,8 @@ def pass_form(acc, model, cards: float, precision, st: roofline.StepTime, part: 
     symbols (eb, eg, e16, K, P, N, Y, el, S) are named apart from what a formula built on this one
     may name (a batch b, steps s)."""
     k = st.pieces
-    t, c, a, lg = (float(np.asarray(x)) for x in st.carried)
+    t, c, a, lg = (_value(x) for x in st.carried)  # arrays, over a grid of passes (Term.derives_arrays)
+    has_head, has_cache = _alike(lg > 0, "positions through the head"), _alike(c > 0, "cached tokens")
     n = float(cards)
     bw, peak, f16 = acc.bandwidth, acc.peak(precision.weights), acc.flops
     said = {**_CARRIED, **(carried or {})}
@@ -115,11 +133,11 @@ def pass_form(acc, model, cards: float, precision, st: roofline.StepTime, part: 
         sym["We"] = Symbol(k.expert_read * k.reach(t) * n * bw, BYTES, "expert weights the positions reach")
         sym["Ae"] = Symbol(k.expert_position * n * peak, FLOP, "routed expert arithmetic per position")
         gemm += " + " + join(f"We / {rb}", f"Ae * t / {rf}")
-    head = join(f"Wh / {rb}", f"Ah * l / {r16}") if lg > 0 else ""
+    head = join(f"Wh / {rb}", f"Ah * l / {r16}") if has_head else ""
     lookup = f"Le * t / {rb}"
     # A pass that reads no cache (a prefill: its keys and values are made in the pass) has
     # attention's arithmetic alone.
-    attention = join(f"Kc * c / {rb}", f"Aa * a / {r16}") if c > 0 else f"Aa * a / {r16}"
+    attention = join(f"Kc * c / {rb}", f"Aa * a / {r16}") if has_cache else f"Aa * a / {r16}"
     comm = ""
     if n > 1:
         group = max(n, 2.0)
@@ -133,16 +151,16 @@ def pass_form(acc, model, cards: float, precision, st: roofline.StepTime, part: 
                    M=Symbol(k.comm_position * rate / roofline.allreduces(model), BYTES, "bytes each card sends per all-reduce per position"),
                    L=Symbol(rate, BYTES / TIME, "one-way rate from a card to its group"),
                    G=Symbol(k.gather_logit * rate, BYTES, "logit bytes gathered per position"))
-        comm = f"R * (tau + M * t / {link})" + (f" + tau + G * l / {link}" if lg > 0 else "")
+        comm = f"R * (tau + M * t / {link})" + (f" + tau + G * l / {link}" if has_head else "")
     whole = " + ".join(x for x in (gemm, head, lookup, attention, comm) if x)
-    flops = ("(Ad + Ae) * t" if k.expert_read else "Ad * t") + (" + Ah * l" if lg > 0 else "") + " + Aa * a"
-    read = ("Wd" + (" + We" if k.expert_read else "") + (" + Wh" if lg > 0 else "") + " + Le * t"
-            + (" + Kc * c" if c > 0 else ""))
+    flops = ("(Ad + Ae) * t" if k.expert_read else "Ad * t") + (" + Ah * l" if has_head else "") + " + Aa * a"
+    read = ("Wd" + (" + We" if k.expert_read else "") + (" + Wh" if has_head else "") + " + Le * t"
+            + (" + Kc * c" if has_cache else ""))
     parts: tuple[Derivation, ...] = ()
     if part == "utilisation":
         floor = pass_form(acc, model, cards, precision, st, "seconds", quantity="time of that pass, at its floor",
                           carried=carried)
-        sym["T"] = Symbol(float(np.asarray(st.seconds)), TIME, "time of the pass, at its floor (below)")
+        sym["T"] = Symbol(_value(st.seconds), TIME, "time of the pass, at its floor (below)")
         parts = (floor,)
     if estimated:
         edge = fitted_estimate.fitted().at_limit  # the terms the data pushed to the edge of their range
@@ -159,7 +177,7 @@ def pass_form(acc, model, cards: float, precision, st: roofline.StepTime, part: 
              "weights_s": f"({read.replace(' + Kc * c', '')}) / (n * B)",
              "kv_s": "Kc * c / (n * B)",
              "compute_s": "((Ad" + (" + Ae" if k.expert_read else "") + ") * t) / (n * F)"
-                          + (" + Ah * l / (n * F16)" if lg > 0 else "") + " + Aa * a / (n * F16)",
+                          + (" + Ah * l / (n * F16)" if has_head else "") + " + Aa * a / (n * F16)",
              "comm_s": comm or "0", "gemm_s": gemm, "head_s": head or "0", "lookup_s": lookup,
              "attention_s": attention, "intensity": f"({flops}) / ({read})", "utilisation": f"({flops}) / (n * F * T)"}
     dims = {"intensity": FLOP / BYTES, "utilisation": RATIO}
@@ -169,7 +187,8 @@ def pass_form(acc, model, cards: float, precision, st: roofline.StepTime, part: 
     sources = ([acc.source] + ([acc.allreduce_source] if "tau" in used else [])
                + ([acc.link_source] if "L" in used else []) + [f"{model.name}: {model.source}"]
                + ([FITTED] if estimated else []))
-    d = closed_form(quantity or _PARTS[part], dims.get(part, TIME), float(np.asarray(result)), formula, tuple(sources),
+    named = quantity if isinstance(quantity, np.ndarray) or quantity else _PARTS[part]  # words at each pass, or one
+    d = closed_form(named, dims.get(part, TIME), _value(result), formula, tuple(sources),
                     **{name: s for name, s in sym.items() if name in used})
     return replace(d, parts=parts) if parts else d
 
@@ -366,9 +385,8 @@ _PREFILL = {"t": "prompt tokens, each a position of the pass",
 
 def _derive_prefill(scenario: Resolved, prompt, part: str, words: str) -> Derivation:
     """The prefill pass (models.prefill.prefill_step) as `_derive_steptime` derives any pass."""
-    p = float(np.asarray(prompt, dtype=float))
     return _derive_steptime(scenario, scenario.prefill(prompt), "target", None, part,
-                            quantity=words.format(p=f"{p:,.0f}"), carried=_PREFILL)
+                            quantity=each(lambda p: words.format(p=f"{p:,.0f}"), prompt), carried=_PREFILL)
 
 
 def _derive_prefill_time(scenario: Resolved, prompt):
@@ -386,7 +404,7 @@ def _derive_prefill_intensity(scenario: Resolved, prompt):
 
 
 @topic.term(depends=("scenario",), returns=Returns("time", "time of one decode pass, at its floor"),
-            derive=_derive_step)
+            derive=_derive_step, derives_arrays=True)
 def step(scenario: Resolved, tokens=1, which: str = "target", context=None, weights=None, on=None):
     """Seconds for a decode pass over `tokens` requests, its roofline floor: step(1), step(1, 'draft'),
     step(8, 'target', 0), step(1, weights='int4'), step(1, 'draft', on=1) (the draft whole on one card)."""
@@ -394,7 +412,7 @@ def step(scenario: Resolved, tokens=1, which: str = "target", context=None, weig
 
 
 @topic.term(depends=("scenario",), returns=Returns("time", "arithmetic time of one decode pass"),
-            derive=_derive_compute)
+            derive=_derive_compute, derives_arrays=True)
 def compute_time(scenario: Resolved, tokens=1, which: str = "target", context=None, logits=None):
     """The arithmetic alone of that pass (attention included), seconds; `logits` positions through
     the output head (default: every position, as in decode; 0 for a prompt position that makes no token)."""
@@ -402,35 +420,35 @@ def compute_time(scenario: Resolved, tokens=1, which: str = "target", context=No
 
 
 @topic.term(depends=("scenario",), returns=Returns("time", "weight-read time of one decode pass"),
-            derive=_derive_weights)
+            derive=_derive_weights, derives_arrays=True)
 def weights_time(scenario: Resolved, tokens=1, which: str = "target"):
     """The weight read alone of that pass, seconds."""
     return _pass(scenario, tokens, which).weights_s
 
 
 @topic.term(depends=("scenario",), returns=Returns("time", "KV-cache read time of one decode pass"),
-            derive=_derive_kv)
+            derive=_derive_kv, derives_arrays=True)
 def kv_time(scenario: Resolved, tokens=1, which: str = "target", context=None):
     """The KV-cache read alone of that pass, seconds."""
     return _pass(scenario, tokens, which, context).kv_s
 
 
 @topic.term(depends=("scenario",), returns=Returns("time", "communication time of one decode pass"),
-            derive=_derive_comm)
+            derive=_derive_comm, derives_arrays=True)
 def comm_time(scenario: Resolved, tokens=1, which: str = "target"):
     """Seconds that pass spends in all-reduces and the logits gather across the cards (0 on one card)."""
     return _pass(scenario, tokens, which).comm_s
 
 
 @topic.term(depends=("scenario",), returns=Returns("ratio", "share of peak FLOP/s one decode pass uses"),
-            derive=_derive_util)
+            derive=_derive_util, derives_arrays=True)
 def util(scenario: Resolved, tokens=1, which: str = "target", context=None):
     """Share of peak FLOP/s the pass uses."""
     return _pass(scenario, tokens, which, context).utilisation
 
 
 @topic.term(depends=("scenario",), returns=Returns("intensity", "arithmetic intensity of one decode pass"),
-            derive=_derive_intensity)
+            derive=_derive_intensity, derives_arrays=True)
 def intensity(scenario: Resolved, tokens=1, context=None):
     """FLOP per byte the target's decode pass reads (weights and cache)."""
     return _pass(scenario, tokens, "target", context).intensity
@@ -566,21 +584,21 @@ def kernel_time(scenario: Resolved, kernel: str, tokens=1, which: str = "target"
 
 
 @topic.term(depends=("scenario",), returns=Returns("time", "time of one prefill pass, at its floor"),
-            derive=_derive_prefill_time)
+            derive=_derive_prefill_time, derives_arrays=True)
 def prefill_time(scenario: Resolved, prompt):
     """Seconds for the pass that prefills a `prompt`-token prompt (models.prefill.prefill_step)."""
     return scenario.prefill(prompt).seconds
 
 
 @topic.term(depends=("scenario",), returns=Returns("ratio", "share of peak FLOP/s one prefill pass uses"),
-            derive=_derive_prefill_util)
+            derive=_derive_prefill_util, derives_arrays=True)
 def prefill_util(scenario: Resolved, prompt):
     """Share of peak FLOP/s that prefill pass uses."""
     return scenario.prefill(prompt).utilisation
 
 
 @topic.term(depends=("scenario",), returns=Returns("intensity", "arithmetic intensity of one prefill pass"),
-            derive=_derive_prefill_intensity)
+            derive=_derive_prefill_intensity, derives_arrays=True)
 def prefill_intensity(scenario: Resolved, prompt):
     """FLOP per byte that prefill pass reads."""
     return scenario.prefill(prompt).intensity
