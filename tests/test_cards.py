@@ -396,3 +396,36 @@ def test_every_card_shows_its_file_at_the_state_of_a_shared_link(page, base_url,
     # the others read neither the switch nor a slider, such as the papers' figures).
     assert stale >= 40, stale
     page.watch.assert_clean()
+
+
+def test_a_grid_whose_passes_take_different_forms_is_derived_one_state_at_a_time(monkeypatch, cat):
+    """The decode step over the batch slider, derived over arrays (Term.derives_arrays) and one
+    state at a time, gives the same cards; where the grid's passes would take different closed
+    forms (made to here: every grid refused), it falls back to one state at a time, and still
+    gives them."""
+    from explainer_gen.compute.derivation import explain_over
+    from explainer_gen.compute.resolved import Watched
+    from explainer_gen.compute.vocabulary import derive_arrays
+    from explainer_gen.compute.vocabulary import roofline as terms
+
+    path = "docs/explainers/roofline.md"
+    text = read_page((REPO / path).read_text(), path, cat)
+    controls = text.controls
+    item, expr, shape, _, _ = next(n for n in page_numbers(text, path) if n[0].expr == "step(batch)")
+    scenarios = [(vocabulary(r, cat), derivers(r, cat), s)
+                 for s in controls.grid()[:3] for r in [Watched.of(resolve(s, cat))]]
+
+    def cards(arrays):
+        return explain_over(item.expr, scenarios, [controls.sliders["batch"]], returns(), controls.sliders, shape.dim,
+                            shape.scale, SCENARIO_DEP, arrays)
+    one_by_one = cards(frozenset())
+    assert "step" in derive_arrays() and cards(derive_arrays()) == one_by_one
+    refused = []
+
+    def mixed(held, what):
+        if np.ndim(held):
+            refused.append(what)
+            raise ValueError(what)
+        return bool(held)
+    monkeypatch.setattr(terms, "_alike", mixed)
+    assert cards(derive_arrays()) == one_by_one and refused
