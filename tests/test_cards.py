@@ -296,8 +296,6 @@ def test_holes_put_a_block_of_arrays_as_they_put_its_states_one_by_one():
     one, block = Holes(axes, ["scenario", "a", "k"]), Holes(axes, ["scenario", "a", "k"])
     for i, v in _grid_values(axes):
         one.put(i, v)
-    a = np.arange(3).reshape(3, 1)
-    k = np.arange(4).reshape(1, 4)
     for s in range(2):
         quantity = np.array([[f"batch {x * 10 + 1:,} at k = {y}" for y in range(4)] for x in range(3)], dtype=object)
         method = np.array([[f"speedup {1 + s / 7:.4f}× at batch {s * 100 + x:,}, {y}" if x else f"slower at batch 1, {s}"
@@ -305,7 +303,7 @@ def test_holes_put_a_block_of_arrays_as_they_put_its_states_one_by_one():
         block.put(s * 12, {"kind": "search", "quantity": quantity, "method": method,
                            "parts": [{"name": "cap", "shown": f"{s * 1000:,} requests"}], "sources": ["a source"]},
                   (3, 4))
-    assert a.shape and k.shape and one.written() == block.written()
+    assert one.written() == block.written()
 
 
 def test_negative_control_holes_that_drop_an_axis_they_change_along_give_wrong_values(monkeypatch):
@@ -402,8 +400,8 @@ def test_a_grid_whose_passes_take_different_forms_is_derived_one_state_at_a_time
     """The decode step over the batch slider, derived over arrays (Term.derives_arrays) and one
     state at a time, gives the same cards; where the grid's passes would take different closed
     forms (made to here: every grid refused), it falls back to one state at a time, and still
-    gives them."""
-    from explainer_gen.compute.derivation import explain_over
+    gives them; any other failure over arrays fails the number."""
+    from explainer_gen.compute.derivation import FormsDiffer, explain_over
     from explainer_gen.compute.resolved import Watched
     from explainer_gen.compute.vocabulary import derive_arrays
     from explainer_gen.compute.vocabulary import roofline as terms
@@ -425,7 +423,61 @@ def test_a_grid_whose_passes_take_different_forms_is_derived_one_state_at_a_time
     def mixed(held, what):
         if np.ndim(held):
             refused.append(what)
-            raise ValueError(what)
+            raise FormsDiffer(what)
         return bool(held)
     monkeypatch.setattr(terms, "_alike", mixed)
     assert cards(derive_arrays()) == one_by_one and refused
+
+    # Any other failure over arrays is the derivation's own: it fails the number, not hidden by a retry.
+    def broken(held, what):
+        if np.ndim(held):
+            raise ValueError("a broadcast that does not fit")
+        return bool(held)
+    monkeypatch.setattr(terms, "_alike", broken)
+    with pytest.raises(ValueError, match="does not fit"):
+        cards(derive_arrays())
+
+
+def test_scenarios_share_a_card_only_where_they_agree_on_every_field_it_reads(monkeypatch, cat):
+    """The decode step's card under three scenarios of the speculative page: the starting one, one
+    with the other draft (which the step does not read: it shares the first's card, derived once)
+    and one on the other accelerator (derived anew). Negative control: were no field noted as read,
+    the third would get the first's card, and show the wrong accelerator's step."""
+    from dataclasses import replace as with_
+    from explainer_gen.compute import resolved as watch
+    from explainer_gen.compute.derivation import explain_over
+    from explainer_gen.compute.resolved import Watched
+    from models.units import TIME
+
+    path = "docs/explainers/speculative-decoding.md"
+    controls = read_page((REPO / path).read_text(), path, cat).controls
+    grid, start = controls.grid(), controls.scenario
+    other_draft = next(s for s in grid if s == with_(start, draft=s.draft) and s.draft != start.draft)
+    other_card = next(s for s in grid if s == with_(start, accelerator=s.accelerator) and s.accelerator != start.accelerator)
+    chosen = [start, other_draft, other_card]
+    derived = []
+
+    def scenarios():
+        out = []
+        for s in chosen:
+            r = Watched.of(resolve(s, cat))
+            ways = derivers(r, cat)
+            step = ways["step"]
+            ways["step"] = lambda *args, step=step, **kw: derived.append(1) or step(*args, **kw)
+            out.append((vocabulary(r, cat), ways, s))
+        return out
+
+    def alone(s) -> dict:
+        r = resolve(s, cat)
+        return explain("step(1)", vocabulary(r, cat), returns(), derivers(r, cat), {}, TIME).to_json(whole=False)
+
+    held = explain_over("step(1)", scenarios(), [], returns(), {}, TIME, 1.0, SCENARIO_DEP)
+    assert [at(held, {SCENARIO_DEP: (i, 3)}) for i in range(3)] == [alone(s) for s in chosen]
+    assert len(derived) == 2  # the other draft's card is the first's
+
+    @__import__("contextlib").contextmanager
+    def unwatched():
+        yield set()
+    monkeypatch.setattr(watch, "reading", unwatched)
+    blind = explain_over("step(1)", scenarios(), [], returns(), {}, TIME, 1.0, SCENARIO_DEP)
+    assert at(blind, {SCENARIO_DEP: (2, 3)}) == alone(start) != alone(other_card)

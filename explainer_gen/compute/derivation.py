@@ -33,6 +33,11 @@ from .memo import remembering
 KINDS = ("closed form", "value", "search", "simulation", "combination", "not described")
 
 
+class FormsDiffer(ValueError):
+    """A derivation over arrays (Term.derives_arrays) whose elements would take different forms (one
+    closed form for some, another for the rest): `explain_over` then derives them one at a time."""
+
+
 @dataclass(frozen=True)
 class Symbol:
     """One quantity a closed form is written in: its value in SI units and its dimension."""
@@ -324,7 +329,8 @@ class _Slot:
 class _Plan:
     """What an inline number's derivation is at every state: its expression with a symbol in place
     of each term call and slider, the symbols in order, and the expression itself. It depends on
-    the text alone, so it is made once per expression (`_plan`), not once per state."""
+    the text, the sliders and what the terms it names are, so it is made once for those (`_plan`),
+    not once per state."""
 
     formula: str
     slots: tuple[_Slot, ...]
@@ -336,8 +342,17 @@ class _Plan:
 _PLANS: dict[tuple, _Plan] = {}
 
 
+@functools.lru_cache(maxsize=None)
+def _named(text: str) -> tuple[str, ...]:
+    """Every dotted name an expression calls or reads."""
+    from .numbers import dotted
+    return tuple(sorted({name for node in ast.walk(ast.parse(text, mode="eval"))
+                         if isinstance(node, (ast.Call, ast.Attribute, ast.Name))
+                         and (name := dotted(getattr(node, "func", node)))}))
+
+
 def _plan(text: str, returns: dict[str, Any], sliders: dict[str, Any]) -> _Plan:
-    key = (text, tuple(sliders))
+    key = (text, tuple(sliders), tuple((n, returns[n].dimension) for n in _named(text) if n in returns))
     if key in _PLANS:
         return _PLANS[key]
     from .numbers import dotted, Expr  # the evaluator an inline number is computed by
@@ -393,16 +408,18 @@ def _number(x, scale: float = 1.0):
 
 
 def explain(text: str, env: dict[str, Any], returns: dict[str, Any], derivers: dict[str, Callable | None],
-            sliders: dict[str, Any], dim: Dim | None = None, scale: float = 1.0, remembered: bool = False) -> Derivation:
+            sliders: dict[str, Any], dim: Dim | None = None, scale: float = 1.0, remembered: bool = False,
+            plan: _Plan | None = None) -> Derivation:
     """The derivation of an inline number's expression under `env` (its vocabulary bound to a
     scenario, and its sliders' values): the expression with each term call's value put in, then
     each term's own derivation (`derivers`, the terms' bound derive functions; None where a
     term declares none). `dim` and `scale`: the number's, as numbers.shape_of found them.
     Each distinct term call runs once: for its part, and again for the whole, from memory; with
-    `remembered`, the env's terms already answer from memory (`remembering`), as `explain_over`'s do."""
+    `remembered`, the env's terms already answer from memory (`remembering`), as `explain_over`'s do;
+    `plan`, the expression's (`_plan`), made once for all the states it derives."""
     from .numbers import evaluate
 
-    plan = _plan(text, returns, sliders)
+    plan = plan or _plan(text, returns, sliders)
     if plan.slider is not None:  # the number is a slider's value
         s = sliders[plan.slider]
         return Derivation(
@@ -472,21 +489,21 @@ def explain_over(text: str, scenarios: list[tuple[dict[str, Any], dict[str, Call
         scope = {**env, **{k: remembering(env[k]) for k in plan.calls}}
         remembered = {k: remembering(derivers[k]) if derivers.get(k) is not None else None for k in plan.calls}
         with reading() as read, np.errstate(all="ignore"):
-            done = False
+            whole = None
             if over_grid:
                 for a, s in enumerate(axes):
                     scope[s.name] = grids[a].reshape([-1 if b == a else 1 for b in range(len(axes))])
                 try:
-                    d = explain(text, scope, returns, remembered, sliders, dim, scale, True)
-                    held.put(i * block, d.to_json(whole=False), [len(g) for g in grids])
-                    done = True
-                except ValueError:  # a grid whose states take different forms: one state at a time
+                    whole = explain(text, scope, returns, remembered, sliders, dim, scale, True, plan).to_json(whole=False)
+                except FormsDiffer:  # a grid whose states take different forms: one state at a time
                     pass
-            if not done:
+            if whole is not None:
+                held.put(i * block, whole, [len(g) for g in grids])
+            else:
                 for j, position in enumerate(itertools.product(*grids)):
                     for s, v in zip(axes, position):
                         scope[s.name] = v
-                    d = explain(text, scope, returns, remembered, sliders, dim, scale, True)
+                    d = explain(text, scope, returns, remembered, sliders, dim, scale, True, plan)
                     held.put(i * block + j, d.to_json(whole=False))
         if fields is not None:
             read = tuple(sorted(read))

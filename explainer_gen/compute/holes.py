@@ -6,7 +6,7 @@ the page: tens of thousands of states on some pages, nearly all alike. Here they
 - `templates`: each distinct structure of them (the same keys, the same list lengths), with every
   string that is the same at every state of that structure written in, and every other string
   replaced by a mark, HOLE_OPEN + its hole's number + HOLE_CLOSE;
-- `which`: the template of each state;
+- `which`: the template of each state, by its place in `templates`;
 - `holes`: each hole's strings.
 
 `which` and each hole are laid out as a page's inline numbers are (client/contract.py): a list of
@@ -51,11 +51,12 @@ def _flatten(value: Any, strings: list) -> Any:
 
 def _filled(value: Any, strings: Any) -> Any:
     """`value` with its strings replaced, in `_flatten`'s order, by those `strings` gives."""
-    if isinstance(value, dict):
+    kind = type(value)  # as _flatten tells them
+    if kind is dict:
         return {k: _filled(v, strings) for k, v in value.items()}
-    if isinstance(value, list):
+    if kind is list:
         return [_filled(v, strings) for v in value]
-    return next(strings) if isinstance(value, (str, np.ndarray)) else value
+    return next(strings) if kind is str or kind is np.ndarray else value
 
 
 class Holes:
@@ -108,6 +109,8 @@ class Holes:
         which = np.full(self.size, -1, dtype=np.int64)
         for t, (template, columns) in enumerate(zip(self.templates, self.columns)):
             here = np.flatnonzero(self.which == t)
+            if not len(here):  # every state it was put for was put again since
+                continue
             varying, wordings = [], []
             for c, column in enumerate(columns):
                 values = column[here]

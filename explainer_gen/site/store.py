@@ -228,9 +228,13 @@ class Store:
             with self.timing.phase("numbers"):
                 result = make()
             result.key = key
-            if result.cards is not None:  # the heavy part, apart: a build reads it only to write a card file
+            if result.cards is not None and self.cache.root is not None:
+                # The heavy part, apart: a build reads it only to write a card file again (after an edit
+                # of the code that writes them). The file is written where the number is computed (in a
+                # worker, beside the others), and the cards are not kept in memory with the number.
                 self.cache.put("number-cards", key, dumps(result.cards))
-                self.card_file(result)  # written where the number is computed: in a worker, beside the others
+                self.card_file(result)
+                result.cards = None
             return result
         return self.remember("numbers", key, timed, NumberResult.light_json, lambda d: NumberResult(**d))
 

@@ -36,7 +36,7 @@ function howCardFile(link) {
 }
 
 function howText(text) {
-  return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 }
 
 // The card's HTML at the reader's state: the template its file names there, with each hole's text
@@ -51,7 +51,7 @@ function howHtml(card) {
 // the starting settings); its head is the number's description.
 function fillHowCard(link) {
   var html = howHtml(howCard.card);
-  howCard.html = html;
+  howCard.html = html + "\n" + link.textContent;
   howCard.el.innerHTML = html;
   var head = howCard.el.firstElementChild, strong = head && head.querySelector("strong");
   if (strong) strong.textContent = link.textContent;
@@ -83,20 +83,25 @@ function openHowCard(link, byHover) {
   howCard.byHover = !!byHover;
   link.classList.add(CLS.how_open);
   var gen = generation;
+  function gone() { return gen !== generation || !howCard || howCard.link !== link; } // closed, or moved on, meanwhile
   howCardFile(link).then(function (card) {
-    if (gen !== generation || !howCard || howCard.link !== link || !card) return; // closed, or moved on, meanwhile
+    if (gone()) return;
+    if (!card) { closeHowCard(); return; } // none to show: the link still leads to the entry
     howCard.card = card;
     link.after(howCard.el);
     fillHowCard(link);
     placeHowCard();
-  }).catch(report);
+  }).catch(function (err) {
+    if (!gone()) closeHowCard();
+    report(err);
+  });
 }
 
 // The numbers moved (numbers.js): an open card shows the derivation at the reader's new state. It
-// is filled again only when its text changed.
+// is filled again only when its text or its number (which heads it, as the prose shows it) changed.
 function refreshHowCard() {
   if (!howCard || !howCard.link || !howCard.card || !howCard.el.isConnected) return;
-  if (howCard.html === howHtml(howCard.card)) return;
+  if (howCard.html === howHtml(howCard.card) + "\n" + howCard.link.textContent) return;
   var top = howCard.el.scrollTop;
   fillHowCard(howCard.link);
   howCard.el.scrollTop = top;

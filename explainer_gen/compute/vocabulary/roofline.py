@@ -17,7 +17,7 @@ from models.precision import WEIGHT_FORMATS
 from models import estimate as fitted_estimate, roofline
 from models.units import BYTES, COUNT, FLOP, RATIO, TIME
 
-from ..derivation import Derivation, Symbol, closed_form, each, peak_words, from_catalogue, search, value
+from ..derivation import Derivation, FormsDiffer, Symbol, closed_form, each, peak_words, from_catalogue, search, value
 from ..resolved import Resolved
 from .registry import Returns, Topic
 
@@ -59,7 +59,7 @@ def _alike(held, what: str) -> bool:
         return True
     if not held.any():
         return False
-    raise ValueError(f"{what}: some passes of the grid have them and some not; derive them one at a time")
+    raise FormsDiffer(f"{what}: some passes of the grid have them and some not; derive them one at a time")
 
 
 def _derive_steptime(r: Resolved, st: roofline.StepTime, which: str = "target", on=None, part: str = "seconds",

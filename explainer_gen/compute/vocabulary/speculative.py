@@ -302,20 +302,8 @@ def _first_slower(scenario: Resolved, a, k, context, weights=None, priced: str =
     scenario = scenario.in_formats(weights)
     a, k = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(k, dtype=float))
     eff = estimate.fitted().eff if priced == "estimate" else None
-    setting = (scenario.acc, scenario.target, scenario.draft, scenario.cards, float(scenario.context_or(context)),
-               scenario.precision, eff)
-    answers = _ANSWERS.setdefault(setting, {})
-    if a.ndim == 0 and (float(a), float(k)) in answers:
-        return answers[float(a), float(k)]
-    out = _breakeven(*setting[:6], a.tobytes(), k.tobytes(), a.shape, eff)
-    answers.update(zip(zip(a.ravel().tolist(), k.ravel().tolist()), out.ravel()))
-    return out
-
-
-# Each search's answer at each (a, k) it was made for, by setting: a number's derivation at one
-# state (compute/derivation.explain_over) asks for the answer its texts were searched for over
-# the whole grid, so it is read here rather than searched for again, and is the same answer.
-_ANSWERS: dict[tuple, dict[tuple[float, float], np.ndarray]] = {}
+    return _breakeven(scenario.acc, scenario.target, scenario.draft, scenario.cards,
+                      float(scenario.context_or(context)), scenario.precision, a.tobytes(), k.tobytes(), a.shape, eff)
 
 
 @topic.term(depends=("scenario",), returns=Returns("ratio", "speedup over plain decoding"),
