@@ -924,10 +924,10 @@ PRINTED = """() => { const shown = SHOWN, all = s => [...document.querySelectorA
 # A number's card shows once its card file has come (the first time; how.js): the card beside `a`,
 # or null after a few seconds.
 CARD_OF = """async a => {
-  for (let t = 0; t < 500; t++) {
+  for (const end = Date.now() + 5000; Date.now() < end;) {
     const c = document.getElementById('eg-how-card');
     if (c && c.previousElementSibling === a) return c;
-    await new Promise(ok => setTimeout(ok, 10));
+    await new Promise(ok => setTimeout(ok, 0));
   }
   return null;
 }"""
