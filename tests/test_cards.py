@@ -340,10 +340,10 @@ CARDS_SHOWN = """async () => {
     seen.add(a.hash);
     a.focus();
     let c = null;
-    for (const end = Date.now() + 5000; !c && Date.now() < end;) {
+    for (let i = 0, end = Date.now() + 5000; !c && Date.now() < end; i++) {
       const got = document.getElementById('eg-how-card');
       if (got && got.previousElementSibling === a) c = got;
-      else await new Promise(ok => setTimeout(ok, 0));
+      else await new Promise(ok => i < 20 ? queueMicrotask(ok) : setTimeout(ok, 0));
     }
     out[decodeURIComponent(a.hash.slice(1))] = {number: a.textContent, html: c ? c.innerHTML : null};
   }

@@ -924,16 +924,25 @@ PRINTED = """() => { const shown = SHOWN, all = s => [...document.querySelectorA
 # A number's card shows once its card file has come (the first time; how.js): the card beside `a`,
 # or null after a few seconds.
 CARD_OF = """async a => {
-  for (const end = Date.now() + 5000; Date.now() < end;) {
+  for (let i = 0, end = Date.now() + 5000; Date.now() < end; i++) {
     const c = document.getElementById('eg-how-card');
     if (c && c.previousElementSibling === a) return c;
-    await new Promise(ok => setTimeout(ok, 0));
+    // A file already fetched fills the card within the loader's promises: wait for those first.
+    await new Promise(ok => i < 20 ? queueMicrotask(ok) : setTimeout(ok, 0));
   }
   return null;
 }"""
 
 NUMBER_CARDS = """async () => {
   const cardOf = """ + CARD_OF + """;
+  // The cards' files, asked for all at once into the browser's cache (the server lets it keep them,
+  // as GitHub Pages does), so that each card below opens as a reader's would with its file at hand.
+  const root = document.querySelector('[data-eg-page]');
+  if (root) {
+    const stateUrl = new URL(root.getAttribute('data-eg-page'), document.baseURI);
+    const named = (await (await fetch(stateUrl)).json()).cards || {};
+    await Promise.all(Object.values(named).map(rel => fetch(new URL(rel, stateUrl)).then(r => r.arrayBuffer())));
+  }
   const out = [], card = () => document.getElementById('eg-how-card');
   const bodyBg = getComputedStyle(document.body).backgroundColor;
   const esc = new KeyboardEvent('keydown', {key: 'Escape', bubbles: true});
