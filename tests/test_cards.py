@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 
 from explainer_gen.client import contract
-from explainer_gen.compute.derivation import explain
+from explainer_gen.compute.derivation import SHOWN_UNITS, explain
 from explainer_gen.compute.holes import HOLE_CLOSE, HOLE_OPEN, Holes, at
 from explainer_gen.compute.numbers import SCENARIO_DEP
-from explainer_gen.compute.pages import page_numbers, read_page
+from explainer_gen.compute.pages import distinct_numbers, page_numbers, read_page
 from explainer_gen.compute.resolved import resolve
 from explainer_gen.compute.vocabulary import derivers, returns, scenario_free, vocabulary
 from explainer_gen.render import how
@@ -61,11 +61,7 @@ def states_of(page: str, cat, seed: int = 37):
     controls = text.controls
     grid = controls.grid()
     rng = random.Random(f"{page}:{seed}")
-    seen: dict = {}
-    for item, expr, shape, fmt, _ in page_numbers(text, page):
-        if item.key in seen:
-            continue
-        seen[item.key] = f"n{len(seen)}"
+    for number_id, item, expr, shape, fmt, _ in distinct_numbers(text, page):
         if shape.kind == "text" or not (expr.calls or expr.names):
             continue
         free = scenario_free(expr.calls)
@@ -78,7 +74,7 @@ def states_of(page: str, cat, seed: int = 37):
             where.update({a.name: (p, a.count) for a, p in zip(axes, positions)})
             values = {a.name: float(a.values()[p]) for a, p in zip(axes, positions)}
             states.append((where, None if free else grid[s], values))
-        yield seen[item.key], item, shape, controls, states
+        yield number_id, item, shape, controls, states
 
 
 def derived_card(item, shape, controls, scenario, values, cat) -> str:
@@ -117,9 +113,7 @@ def test_each_card_file_holds_the_derivation_at_the_states_a_reader_sets(mkdocs_
 
 # -- a closed form's shown values recompute to its shown result ---------------------------------
 
-_UNITS = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9, "TB": 1e12, "GB": 1e9, "MB": 1e6, "KB": 1e3, "bytes": 1.0,
-          "byte": 1.0, "TB/s": 1e12, "GB/s": 1e9, "MB/s": 1e6, "TFLOP/s": 1e12, "GFLOP/s": 1e9, "TFLOP": 1e12,
-          "GFLOP": 1e9, "MFLOP": 1e6, "FLOP": 1.0, "per second": 1.0, "FLOP/byte": 1.0}
+
 _SHOWN = re.compile(r"(-?[\d,]+(?:\.(\d+))?)(?:\u00a0(.+))?")
 
 
@@ -131,7 +125,7 @@ def interval(text: str) -> tuple[float, float] | None:
     if not m:
         return None
     unit = m[3] or ""
-    factor = 1.0 if unit.startswith("(") or not unit else _UNITS.get(unit)
+    factor = 1.0 if unit.startswith("(") or not unit else SHOWN_UNITS.get(unit)
     if factor is None:
         return None
     v = float(m[1].replace(",", ""))

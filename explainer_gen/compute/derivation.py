@@ -18,6 +18,7 @@ put in, then each term's own derivation.
 from __future__ import annotations
 
 import ast
+import copy
 import functools
 import itertools
 import math
@@ -273,6 +274,8 @@ _SCALES: dict[Dim, list[tuple[float, str]]] = {
     RATIO / TIME: [(1.0, "per second")],
     FLOP / BYTES: [(1.0, "FLOP/byte")],
 }
+# Every unit `show` writes, and its factor in SI: a reader of a shown value (tests) parses by it.
+SHOWN_UNITS: dict[str, float] = {**{unit: f for scales in _SCALES.values() for f, unit in scales}, "byte": 1.0}
 
 
 def _digits(v: float) -> str:
@@ -343,26 +346,32 @@ _PLANS: dict[tuple, _Plan] = {}
 
 
 @functools.lru_cache(maxsize=None)
-def _named(text: str) -> tuple[str, ...]:
-    """Every dotted name an expression calls or reads."""
+@functools.lru_cache(maxsize=4096)
+def _named(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Every dotted name an expression calls or reads, and those it calls or reads an attribute
+    of (its terms are among these), from one parse."""
     from .numbers import dotted
-    return tuple(sorted({name for node in ast.walk(ast.parse(text, mode="eval"))
-                         if isinstance(node, (ast.Call, ast.Attribute, ast.Name))
-                         and (name := dotted(getattr(node, "func", node)))}))
+    named, called = set(), set()
+    for node in ast.walk(ast.parse(text, mode="eval")):
+        if isinstance(node, (ast.Call, ast.Attribute, ast.Name)) and (name := dotted(getattr(node, "func", node))):
+            named.add(name)
+            if not isinstance(node, ast.Name):
+                called.add(name)
+    return tuple(sorted(named)), tuple(sorted(called))
 
 
 def _plan(text: str, returns: dict[str, Any], sliders: dict[str, Any]) -> _Plan:
-    key = (text, tuple(sliders), tuple((n, returns[n].dimension) for n in _named(text) if n in returns))
+    named, called = _named(text)
+    key = (text, tuple(sliders), tuple((n, returns[n].dimension) for n in named if n in returns))
     if key in _PLANS:
         return _PLANS[key]
-    from .numbers import dotted, Expr  # the evaluator an inline number is computed by
+    from .numbers import Expr, dotted  # the evaluator an inline number is computed by
 
     def expr(node: ast.AST):
         return Expr(ast.Expression(node), (), frozenset())
 
     slots: list[_Slot] = []
-    calls = {name for node in ast.walk(ast.parse(text, mode="eval"))
-             if isinstance(node, (ast.Call, ast.Attribute)) and (name := dotted(getattr(node, "func", node))) in returns}
+    calls = {name for name in called if name in returns}
 
     class Put(ast.NodeTransformer):
         def visit_Call(self, node):
@@ -393,8 +402,9 @@ def _plan(text: str, returns: dict[str, Any], sliders: dict[str, Any]) -> _Plan:
 
     tree = ast.parse(text, mode="eval")
     slider = tree.body.id if isinstance(tree.body, ast.Name) and tree.body.id in sliders else None
+    whole = expr(copy.deepcopy(tree.body))  # before Put rewrites the tree
     formula = ast.unparse(Put().visit(tree))
-    plan = _PLANS[key] = _Plan(formula, tuple(slots), expr(ast.parse(text, mode="eval").body), frozenset(calls), slider)
+    plan = _PLANS[key] = _Plan(formula, tuple(slots), whole, frozenset(calls), slider)
     return plan
 
 
@@ -468,19 +478,18 @@ def explain_over(text: str, scenarios: list[tuple[dict[str, Any], dict[str, Call
     texts do (numbers.compute_number). Where every term the number shows takes arrays in its
     derive function (`arrays`, as vocabulary.registry.Term.derives_arrays), a scenario's every
     slider position is made in one call, over the sliders' grid, as its texts are."""
+    from ..sources.controls import slider_grid
     from .holes import Holes
-    from .resolved import reading
+    from .resolved import SharedByReads, reading
 
     grids = [s.values() for s in axes]
     block = math.prod(len(g) for g in grids)
     held = Holes([len(scenarios), *map(len, grids)], [scenario_dep, *(s.name for s in axes)])
-    seen: dict[tuple[str, ...], dict[tuple, int]] = {}  # fields read -> their values -> the first scenario's place
+    shared = SharedByReads()  # the first scenario's place, by what its derivations read
     plan = _plan(text, returns, sliders)
     over_grid = bool(axes) and plan.slider is None and all(not s.written or s.name in arrays for s in plan.slots)
     for i, (env, derivers, fields) in enumerate(scenarios):
-        known = None if fields is None else next(
-            (by_value[key] for read, by_value in seen.items()
-             if (key := tuple(getattr(fields, f) for f in read)) in by_value), None)
+        known = None if fields is None else shared.find(fields)
         if known is not None:
             held.copy(i * block, known * block, block)
             continue
@@ -491,8 +500,7 @@ def explain_over(text: str, scenarios: list[tuple[dict[str, Any], dict[str, Call
         with reading() as read, np.errstate(all="ignore"):
             whole = None
             if over_grid:
-                for a, s in enumerate(axes):
-                    scope[s.name] = grids[a].reshape([-1 if b == a else 1 for b in range(len(axes))])
+                scope.update({s.name: grid for s, grid in zip(axes, slider_grid(axes))})
                 try:
                     whole = explain(text, scope, returns, remembered, sliders, dim, scale, True, plan).to_json(whole=False)
                 except FormsDiffer:  # a grid whose states take different forms: one state at a time
@@ -506,6 +514,5 @@ def explain_over(text: str, scenarios: list[tuple[dict[str, Any], dict[str, Call
                     d = explain(text, scope, returns, remembered, sliders, dim, scale, True, plan)
                     held.put(i * block + j, d.to_json(whole=False))
         if fields is not None:
-            read = tuple(sorted(read))
-            seen.setdefault(read, {})[tuple(getattr(fields, f) for f in read)] = i
+            shared.keep(fields, read, i)
     return held.written()

@@ -22,8 +22,8 @@ from models.units import COUNT, NAMED, RATIO, UNITS, Dim, fits, units_for
 from models.yamlsource import SourceError, closest
 
 from .timing import Timing
-from ..sources.controls import Slider
-from .resolved import reading
+from ..sources.controls import Slider, slider_grid
+from .resolved import SharedByReads, reading
 from ..sources.scan import prose_matches
 
 # `{{ expression }}` or `{{ expression | format }}`; never spans lines.
@@ -713,10 +713,11 @@ def compute_number(item: Inline, number_id: str, expr: Expr, fmt: Format, slider
         """The number's texts over its sliders under one scenario's env (or its one text at the
         `only`-th position, in C order over the sliders)."""
         scope = _Scope(env)
-        at = np.unravel_index(only, [s.count for s in axes]) if only is not None and axes else ()
-        for i, s in enumerate(axes):
-            scope[s.name] = (s.values()[at[i]] if only is not None else
-                             s.values().reshape([-1 if j == i else 1 for j in range(len(axes))]))
+        if only is not None:
+            at = np.unravel_index(only, [s.count for s in axes]) if axes else ()
+            scope.update({s.name: s.values()[at[i]] for i, s in enumerate(axes)})
+        else:
+            scope.update({s.name: grid for s, grid in zip(axes, slider_grid(axes))})
         shape = [] if only is not None else [s.count for s in axes]
         try:
             with timing.in_models():
@@ -748,22 +749,19 @@ def compute_number(item: Inline, number_id: str, expr: Expr, fmt: Format, slider
     def texts_over(envs: list[dict[str, Any]]) -> list[list[str]]:
         """The texts under each env. Scenarios that agree on every field the evaluation read share
         its texts (resolved.Watched); an env without `__fields__` (no scenario, or one not watched)
-        is always evaluated. Texts are kept by the set of fields read (one or a few per number),
-        then by those fields' values."""
-        seen: dict[tuple[str, ...], dict[tuple, list[str]]] = {}
+        is always evaluated."""
+        shared = SharedByReads()
         out = []
         for env in envs:
             fields = env.get("__fields__")
             if fields is None:
                 out.append(texts_under(env))
                 continue
-            known = next((by_value[key] for read, by_value in seen.items()
-                          if (key := tuple(getattr(fields, f) for f in read)) in by_value), None)
+            known = shared.find(fields)
             if known is None:
                 with reading() as read:
                     known = texts_under(env)
-                read = tuple(sorted(read))
-                seen.setdefault(read, {})[tuple(getattr(fields, f) for f in read)] = known
+                shared.keep(fields, read, known)
             out.append(known)
         return out
 

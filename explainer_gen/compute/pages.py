@@ -228,6 +228,17 @@ def page_numbers(text: PageText, path: str, functions: set[str] | None = None, r
         yield item, expr, shape, fit_format(parse_format(fmt_text, path, item.line), shape, item, path), marks
 
 
+def distinct_numbers(text: PageText, path: str, *args):
+    """page_numbers, each number once (a number written again at another place of the page is the
+    same number), led by its id: `n0`, `n1`, ... in page order. Its link, its card file and its
+    entry are named by it."""
+    seen: set = set()
+    for item, *rest in page_numbers(text, path, *args):
+        if item.key not in seen:
+            seen.add(item.key)
+            yield f"n{len(seen) - 1}", item, *rest
+
+
 def figure_anchor(kind: str, n: int) -> str:
     """The id of a page's `n`-th figure of `kind` (counted from 1): `fig-<kind>`, then `fig-<kind>-2`, ...
     Links, shared URLs and the page's scripts name figures by it."""
@@ -346,12 +357,9 @@ def build_page(source: str, path: str, catalogue: Catalogue,
             raise SourceError(path, item.line, f"the derivation of {{{{ {item.expr} }}}} failed at a state the page "
                               f"offers: {type(exc).__name__}: {exc}") from None
 
-    for item, expr, shape, fmt, marks in page_numbers(text, path, functions, returns,
-                                                       tuple(assumed.ASSUMPTIONS) if assumed else None):
-        if item.key in page.numbers:
-            continue
+    for number_id, item, expr, shape, fmt, marks in distinct_numbers(text, path, functions, returns,
+                                                                      tuple(assumed.ASSUMPTIONS) if assumed else None):
         named.update(expr.names)
-        number_id = f"n{len(page.numbers)}"
         # The terms it calls go with it: the cache key holds their code (site/store.Store.number_key),
         # and a choice of words's holds the assumptions' too, since it is checked across them.
         identity = {"expr": item.expr, "fmt": item.fmt, "id": number_id, "controls": controls.identity(),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from dataclasses import dataclass, replace
+from typing import Any
 
 from models import kvcache, prefill, roofline
 from models.catalogue import LLM, Accelerator, Catalogue, UnknownKey
@@ -138,6 +139,28 @@ def reading():
         yield reads
     finally:
         _reads.reset(token)
+
+
+class SharedByReads:
+    """What scenarios share where they agree on every field a computation read: each answer is
+    kept by the set of fields read inside `reading()` (one or a few per computation), then by
+    those fields' values in the scenario it was computed under (a scenario's `fields`, as a
+    scenario.Scenario). The models are pure functions of what they read, so any later scenario
+    with the same values gets the same answer (numbers.compute_number's texts,
+    derivation.explain_over's cards)."""
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[str, ...], dict[tuple, Any]] = {}
+
+    def find(self, fields: Any) -> Any:
+        """The answer kept for a scenario agreeing with `fields` on what it read, or None."""
+        return next((by_value[key] for read, by_value in self._kept.items()
+                     if (key := tuple(getattr(fields, f) for f in read)) in by_value), None)
+
+    def keep(self, fields: Any, read: set[str], answer: Any) -> None:
+        """Keep `answer`, computed under `fields` reading the fields `read`."""
+        names = tuple(sorted(read))
+        self._kept.setdefault(names, {})[tuple(getattr(fields, f) for f in names)] = answer
 
 
 def unfit_reason(r: Resolved, with_draft: bool) -> str | None:

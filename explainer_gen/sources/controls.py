@@ -53,6 +53,12 @@ class Slider:
         return int(round((value - self.min) / self.step))
 
 
+def slider_grid(axes: "list[Slider]") -> list[np.ndarray]:
+    """Each slider's positions shaped to broadcast over the grid of `axes`, in C order: the i-th
+    varies along axis i and is of length one along the others."""
+    return [s.values().reshape([-1 if j == i else 1 for j in range(len(axes))]) for i, s in enumerate(axes)]
+
+
 @functools.lru_cache(maxsize=4096)
 def _decimals(step: float) -> int:
     exponent = Decimal(repr(step)).normalize().as_tuple().exponent
@@ -263,5 +269,5 @@ def expect_mapping(raw: Any, path: str, line: int, what: str, allowed: tuple[str
     return raw
 
 
-__all__ = ["Slider", "Scenario", "ScenarioField", "SCENARIO_TABLE", "SCENARIO_FIELDS", "read_default_scenario", "parse_slider", "parse_sliders", "parse_scenario",
+__all__ = ["Slider", "slider_grid", "Scenario", "ScenarioField", "SCENARIO_TABLE", "SCENARIO_FIELDS", "read_default_scenario", "parse_slider", "parse_sliders", "parse_scenario",
            "expect_mapping", "line_of", "MAX_SLIDER_POSITIONS"]
