@@ -139,7 +139,7 @@ def start_up_of(browser, urls: list[str], init: str = "", trace: bool = False, *
                                  page.evaluate("() => document.body.getAttribute('data-md-color-scheme')"),
                                  bundle_at=page.evaluate("() => window.__bundleAt"))
             if trace:
-                elements[url] = page.evaluate(STYLED)
+                elements[url] = page.evaluate("() => document.getElementsByTagName('*').length")
     finally:
         events = json.loads(browser.stop_tracing())["traceEvents"] if trace else []
         for _, context, _ in opened:
@@ -208,19 +208,6 @@ WHOLE = ("HTML", "BODY", "ARTICLE", "DIV class='md-container", "MAIN", "DIV clas
 CATEGORIES = ["devtools.timeline", "disabled-by-default-devtools.timeline",
               "disabled-by-default-devtools.timeline.invalidationTracking"]
 LARGE = 0.3  # of the page's elements; our own later passes stay under a quarter of them
-# The page's elements that the browser styles: all of them but those inside a box it skips while
-# the box is away from the screen (content-visibility: auto, such as each entry of the list of how
-# the numbers are computed), which no style pass reaches until it nears the screen.
-STYLED = """() => {
-  const all = document.getElementsByTagName('*');
-  let skipped = 0;
-  for (const el of all) {
-    if (getComputedStyle(el).contentVisibility !== 'auto' || !el.checkVisibility()) continue;
-    const inner = el.firstElementChild;
-    if (inner && !inner.checkVisibility({contentVisibilityAuto: true})) skipped += el.getElementsByTagName('*').length;
-  }
-  return all.length - skipped;
-}"""
 
 
 def restyled(events: list[dict], elements: int) -> dict:
