@@ -33,6 +33,7 @@ class Classes:
     how_parts: str = "eg-how-parts"    # in an entry: the derivations of the terms it combines
     how_card: str = "eg-how-card"      # the one card of a page's numbers (the loader makes it; also its id)
     how_open: str = "eg-how-open"      # on the number whose card is open: what the card is placed beside
+    how_all: str = "eg-how-all"        # the folded list of entries (a details element; print shows it open)
     exports: str = "eg-exports"        # a figure's buttons that save or share it (the loader makes them)
     exports_note: str = "eg-exports-note"  # what the last of those buttons did ("Link copied")
 

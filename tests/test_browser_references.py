@@ -229,3 +229,37 @@ def test_on_a_phone_a_tap_opens_a_number_s_card_docked_below_it_and_a_second_tap
         assert not how_card(page, ratio)["shown"]
     finally:
         context.close()
+
+
+ENTRY_SHOWN = """id => {
+    const e = document.getElementById(id), r = e.getBoundingClientRect();
+    return {open: e.closest('details').open, visible: e.checkVisibility(), top: r.top, height: r.height,
+            innerHeight: innerHeight, hash: location.hash};
+}"""
+
+
+def test_a_number_s_link_opens_the_folded_list_of_entries_and_shows_its_entry(page, base_url):
+    """"How the numbers are computed" keeps its entries folded (render/how.py), so a page's load
+    does not lay them out. A link into the list opens it: the theme opens a details element that
+    the address's hash points into (both hosts' bundles), and Chromium does too as a followed link
+    lands in one. The theme's part is checked alone first: the address is changed without a
+    navigation (history.pushState) and the page told that its hash changed, and the list must
+    open. Then a number's link is clicked: its entry shows near the top of the window. (Before
+    either, the list is closed and the entry not drawn, so each check can fail.)"""
+    page.goto(base_url + ROOFLINE)
+    page.wait_for_load_state("networkidle")
+    before = page.evaluate(ENTRY_SHOWN, "how-n2")
+    assert not before["open"] and not before["visible"], before
+    page.evaluate("""() => { history.pushState(null, '', '#how-n2');
+                             window.dispatchEvent(new HashChangeEvent('hashchange')); }""")
+    by_loader = page.evaluate(ENTRY_SHOWN, "how-n2")
+    assert by_loader["open"] and by_loader["visible"], by_loader
+    page.evaluate("""() => { document.querySelector('details.eg-how-all').open = false;
+                             history.pushState(null, '', location.pathname); scrollTo(0, 0); }""")
+    assert not page.evaluate(ENTRY_SHOWN, "how-n2")["visible"]
+    page.locator("a.eg-how[href$='#how-n2']").first.click()
+    page.wait_for_function("() => location.hash === '#how-n2'")
+    page.wait_for_timeout(100)
+    got = page.evaluate(ENTRY_SHOWN, "how-n2")
+    assert got["open"] and got["visible"] and got["height"] > 0, got
+    assert 0 <= got["top"] < got["innerHeight"] / 2, got

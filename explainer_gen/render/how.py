@@ -116,5 +116,13 @@ def section(numbers: Iterable) -> str:
 def entries(numbers: Iterable) -> str:
     """The section's list: an entry for each number in page order (a phrase has none)."""
     writer = _Writer()
-    items = "".join(writer.number(n) for n in numbers if n.how)
-    return f'<ol class="eg-how-list" {SEARCH_EXCLUDE}>{items}</ol>' if items else ""
+    shown = [writer.number(n) for n in numbers if n.how]
+    if not shown:
+        return ""
+    # Folded (issue 39): thousands of elements, which a page's load no longer styles or lays out
+    # until a reader opens them. A link to an entry opens the list as it lands (the theme's
+    # bundle opens the details element the address's hash points into, and the browser does for
+    # a followed link or a find in page), and print shows it open (explainer.css).
+    summary = "The derivation of the number" if len(shown) == 1 else f"The derivation of each of the {len(shown)} numbers"
+    return (f'<details class="{CLASS.how_all}" {SEARCH_EXCLUDE}><summary>{summary}</summary>'
+            f'<ol class="eg-how-list">{"".join(shown)}</ol></details>')
