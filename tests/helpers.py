@@ -896,3 +896,15 @@ def markdown_with(*extensions):
     return markdown.Markdown(extensions=[*extensions, "pymdownx.superfences", "attr_list"],
                              extension_configs={"pymdownx.superfences": {"custom_fences": [dict(f) for f in core.host.FENCES]}})
 
+
+# A number's card shows once its card file has come (the first time; how.js): the card beside `a`,
+# or null after a few seconds.
+CARD_OF = """async a => {
+  for (let i = 0, end = Date.now() + 5000; Date.now() < end; i++) {
+    const c = document.getElementById('eg-how-card');
+    if (c && c.previousElementSibling === a) return c;
+    // A file already fetched fills the card within the loader's promises: wait for those first.
+    await new Promise(ok => i < 20 ? queueMicrotask(ok) : setTimeout(ok, 0));
+  }
+  return null;
+}"""

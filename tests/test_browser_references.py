@@ -252,14 +252,14 @@ def test_a_number_s_link_opens_the_folded_list_of_entries_and_shows_its_entry(pa
     assert not before["open"] and not before["visible"], before
     page.evaluate("""() => { history.pushState(null, '', '#how-n2');
                              window.dispatchEvent(new HashChangeEvent('hashchange')); }""")
-    by_loader = page.evaluate(ENTRY_SHOWN, "how-n2")
-    assert by_loader["open"] and by_loader["visible"], by_loader
+    by_theme = page.evaluate(ENTRY_SHOWN, "how-n2")
+    assert by_theme["open"] and by_theme["visible"], by_theme
     page.evaluate("""() => { document.querySelector('details.eg-how-all').open = false;
                              history.pushState(null, '', location.pathname); scrollTo(0, 0); }""")
     assert not page.evaluate(ENTRY_SHOWN, "how-n2")["visible"]
     page.locator("a.eg-how[href$='#how-n2']").first.click()
     page.wait_for_function("() => location.hash === '#how-n2'")
-    page.wait_for_timeout(100)
+    page.wait_for_function("() => Math.abs(document.getElementById('how-n2').getBoundingClientRect().top) < innerHeight")
     got = page.evaluate(ENTRY_SHOWN, "how-n2")
     assert got["open"] and got["visible"] and got["height"] > 0, got
     assert 0 <= got["top"] < got["innerHeight"] / 2, got

@@ -27,7 +27,7 @@ from explainer_gen.compute.pages import distinct_numbers, page_numbers, read_pag
 from explainer_gen.compute.resolved import resolve
 from explainer_gen.compute.vocabulary import derivers, returns, scenario_free, vocabulary
 from explainer_gen.render import how
-from helpers import REPO
+from helpers import CARD_OF, REPO
 
 EXPLAINERS = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "docs/explainers").glob("*.md"))
 STATES = 4  # drawn states a number, besides the page's starting one
@@ -112,7 +112,6 @@ def test_each_card_file_holds_the_derivation_at_the_states_a_reader_sets(mkdocs_
 
 
 # -- a closed form's shown values recompute to its shown result ---------------------------------
-
 
 _SHOWN = re.compile(r"(-?[\d,]+(?:\.(\d+))?)(?:\u00a0(.+))?")
 
@@ -328,17 +327,13 @@ SHARED = "explainers/speculative-decoding/?accelerator=mi300x&cards=8&context=32
 
 # Every computed number's card at the page's state: each number focused in turn, its card awaited.
 CARDS_SHOWN = """async () => {
+  const cardOf = """ + CARD_OF + """;
   const out = {}, seen = new Set();
   for (const a of document.querySelectorAll('a.eg-how')) {
     if (seen.has(a.hash)) continue;
     seen.add(a.hash);
     a.focus();
-    let c = null;
-    for (let i = 0, end = Date.now() + 5000; !c && Date.now() < end; i++) {
-      const got = document.getElementById('eg-how-card');
-      if (got && got.previousElementSibling === a) c = got;
-      else await new Promise(ok => i < 20 ? queueMicrotask(ok) : setTimeout(ok, 0));
-    }
+    const c = await cardOf(a);
     out[decodeURIComponent(a.hash.slice(1))] = {number: a.textContent, html: c ? c.innerHTML : null};
   }
   document.activeElement.blur();

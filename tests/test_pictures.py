@@ -34,7 +34,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from explainer_gen.compute import layout
 from explainer_gen.names import CLASS
 from explainer_gen.theme import FONT_FAMILY, PALETTE
-from helpers import LABELS_IN_VIEW, LIVE_TEXTS, PAINTED, live_label_colour, screenshot_rgb
+from helpers import CARD_OF, LABELS_IN_VIEW, LIVE_TEXTS, PAINTED, live_label_colour, screenshot_rgb
 
 DESKTOP, PHONE = (1280, 900), (390, 844)
 SCREENS = {
@@ -921,18 +921,6 @@ PRINTED = """() => { const shown = SHOWN, all = s => [...document.querySelectorA
 # description, inside the window without covering the number or widening the page, in the page's
 # scheme, reachable by Tab where it scrolls, and opens with the head of the entry the number links
 # to, which is in "How the numbers are computed"; Escape closes it.
-# A number's card shows once its card file has come (the first time; how.js): the card beside `a`,
-# or null after a few seconds.
-CARD_OF = """async a => {
-  for (let i = 0, end = Date.now() + 5000; Date.now() < end; i++) {
-    const c = document.getElementById('eg-how-card');
-    if (c && c.previousElementSibling === a) return c;
-    // A file already fetched fills the card within the loader's promises: wait for those first.
-    await new Promise(ok => i < 20 ? queueMicrotask(ok) : setTimeout(ok, 0));
-  }
-  return null;
-}"""
-
 NUMBER_CARDS = """async () => {
   const cardOf = """ + CARD_OF + """;
   // The cards' files, asked for all at once into the browser's cache (the server lets it keep them,

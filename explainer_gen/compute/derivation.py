@@ -346,7 +346,6 @@ _PLANS: dict[tuple, _Plan] = {}
 
 
 @functools.lru_cache(maxsize=None)
-@functools.lru_cache(maxsize=4096)
 def _named(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Every dotted name an expression calls or reads, and those it calls or reads an attribute
     of (its terms are among these), from one parse."""
