@@ -28,12 +28,15 @@ class Classes:
     switch_note: str = "eg-switch-note"  # why some switch choices are greyed out
     announce: str = "eg-announce"      # the polite live region
     card: str = "eg-card"              # a hover card, left out of what is announced
+    ref: str = "eg-ref"                # a citation's or a term's link with its card (render/markup.py card)
     how: str = "eg-how"                # a computed number's link to its entry in "How the numbers are computed"
     how_same: str = "eg-how-same"      # in an entry: "made as in entry N", a link to where it is written out
     how_parts: str = "eg-how-parts"    # in an entry: the derivations of the terms it combines
     how_card: str = "eg-how-card"      # the one card of a page's numbers (the loader makes it; also its id)
     how_open: str = "eg-how-open"      # on the number whose card is open: what the card is placed beside
     how_all: str = "eg-how-all"        # the folded list of entries (a details element; print shows it open)
+    holds_card: str = "eg-holds-card"  # on a block of the article that holds a citation's or a term's card
+    how_host: str = "eg-how-host"      # on the block of the article that holds the open number card (the loader sets it)
     exports: str = "eg-exports"        # a figure's buttons that save or share it (the loader makes them)
     exports_note: str = "eg-exports-note"  # what the last of those buttons did ("Link copied")
 

@@ -985,6 +985,10 @@ NUMBER_CARDS = """async () => {
       out.push(`${name}: its card [${[r.left, r.top, r.right, r.bottom].map(Math.round)}] leaves the ${innerWidth}x${innerHeight} window`);
     if (r.left < l.right - 0.5 && l.left < r.right - 0.5 && r.top < l.bottom - 0.5 && l.top < r.bottom - 0.5)
       out.push(`${name}: its card covers it`);
+    // Drawn, and on top: what a reader sees at the card's middle is the card (not the page over it,
+    // nor nothing where a block of the article would clip it).
+    const hit = document.elementFromPoint((r.left + r.right) / 2, (r.top + r.bottom) / 2);
+    if (!hit || !c.contains(hit)) out.push(`${name}: at its card's middle the reader sees ${hit ? hit.tagName + '.' + hit.className : 'nothing'}`);
     if (document.documentElement.scrollWidth > innerWidth) out.push(`${name}: with its card open the page scrolls sideways`);
     if (s.backgroundColor !== bodyBg) out.push(`${name}: card background ${s.backgroundColor}, page ${bodyBg}`);
     if (c.scrollHeight > c.clientHeight + 1 && c.tabIndex !== 0) out.push(`${name}: its card scrolls but Tab cannot reach it`);

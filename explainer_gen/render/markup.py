@@ -34,7 +34,7 @@ def card(kind: str, text_html: str, link_html: str, card_id: str) -> str:
     The card's text is kept out of the site's search index (`SEARCH_EXCLUDE`): the glossary and
     the feed are its home, and in the index it would run into the sentence around the link.
     """
-    return (f'<span class="eg-ref eg-{kind}">{link_html}'
+    return (f'<span class="{CLASS.ref} eg-{kind}">{link_html}'
             f'<span class="{CLASS.card}" role="tooltip" id="{esc(card_id)}" {SEARCH_EXCLUDE}>{text_html}</span></span>')
 
 

@@ -20,6 +20,7 @@ from ..sources.crossref import BIB_PATH, CrossRefs, skip_lines
 from ..sources.glossary import Glossary, Term, find_markers
 from ..sources.links import PageInfo, ReadNext
 from .feed import ATOM_PATH, atom_xml, feed_markdown
+from ..names import CLASS
 from .markup import card, esc, md_safe
 
 
@@ -230,6 +231,52 @@ def autolink_html(html_: str, glossary: Glossary, href: Callable[[Term], str]) -
         tail, count = _link_text(tail, glossary, href, seen, count)
     out.append(tail)
     return "".join(out)
+
+
+_REF_CLASS = re.compile(rf"(?<![\w-]){CLASS.ref}(?![\w-])")
+
+
+def mark_card_blocks(html_: str) -> str:
+    """The body's blocks (its top-level elements, the article's children) that hold a citation's
+    or a term's card get the class CLASS.holds_card. The page paints each of its other blocks on
+    its own (explainer.css), which would hold a card, shown position: fixed, inside its block's box."""
+    out: list[str] = []
+    depth, block, holds = 0, None, False  # the open block's start tag (its index in `out`)
+    pos = 0
+    for m in _TOKEN.finditer(html_):
+        out.append(html_[pos:m.start()])
+        out.append(m.group())
+        pos = m.end()
+        t = _TAG.match(m.group())
+        if not t:
+            continue
+        closing, name, attrs, selfclose = t.group(1), t.group(2).lower(), t.group(3), t.group(4)
+        if closing:
+            depth = max(0, depth - 1)
+            if depth == 0 and block is not None:
+                if holds:
+                    out[block] = _with_class(out[block], CLASS.holds_card)
+                block, holds = None, False
+            continue
+        if depth > 0:
+            cls = _CLASS.search(attrs)
+            holds = holds or bool(cls and _REF_CLASS.search(next(g for g in cls.groups() if g is not None)))
+        if name in _VOID or selfclose:
+            continue
+        if depth == 0:
+            block, holds = len(out) - 1, False
+        depth += 1
+    out.append(html_[pos:])
+    return "".join(out)
+
+
+def _with_class(tag: str, name: str) -> str:
+    """A start tag with one more class."""
+    cls = _CLASS.search(tag)
+    if cls is None:
+        return tag[:-1].rstrip("/").rstrip() + f' class="{name}"' + (" />" if tag.rstrip().endswith("/>") else ">")
+    i = cls.start(next(k for k in (1, 2, 3) if cls.group(k) is not None))
+    return tag[:i] + name + " " + tag[i:]
 
 
 def _link_text(text: str, glossary: Glossary, href, seen: set[str], count: int) -> tuple[str, int]:

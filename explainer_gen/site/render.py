@@ -74,11 +74,12 @@ class Renderer:
         return digest(src_uri, self.render_markdown(page, markdown) if page else markdown, self._refs_key)
 
     def render_html(self, src_uri: str, html: str) -> str:
-        """The page's converted HTML with its cross-references resolved. The same HTML with the same
-        cross-references is linked once in a process: a prose save under `mkdocs serve` links
-        only the page saved (the first use of each term is found anew on every page otherwise)."""
-        return self._kept("page-html", digest(src_uri, html, self._refs_key), lambda: refs.page_html(
-            self.model.refs, src_uri, html, self.model.urls, self._link(self.model.sources[src_uri])))
+        """The page's converted HTML with its cross-references resolved, and its blocks that hold a
+        card marked (refs.mark_card_blocks). The same HTML with the same cross-references is linked
+        once in a process: a prose save under `mkdocs serve` links only the page saved (the first
+        use of each term is found anew on every page otherwise)."""
+        return self._kept("page-html", digest(src_uri, html, self._refs_key), lambda: refs.mark_card_blocks(
+            refs.page_html(self.model.refs, src_uri, html, self.model.urls, self._link(self.model.sources[src_uri]))))
 
     def _kept(self, namespace: str, key: str, make):
         """`make()`, kept by `key` in this process's memory (when given) for the next build."""

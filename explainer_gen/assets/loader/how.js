@@ -74,6 +74,14 @@ function placeHowCard() {
   if (card.top < at.bottom && card.bottom > at.top && card.top > at.height) window.scrollBy(0, at.bottom - card.top + 8);
 }
 
+// The block of the article that holds the open card is marked while it does: the page paints
+// each of its other blocks on its own (explainer.css), which would hold the card, position: fixed,
+// inside the block's box.
+function howHost(link, on) {
+  var block = link.closest("article > *");
+  if (block) block.classList.toggle(CLS.how_host, on);
+}
+
 function openHowCard(link, byHover) {
   if (!howCard || howMuted === link) return;
   cancel("how card");
@@ -88,6 +96,7 @@ function openHowCard(link, byHover) {
     if (gone()) return;
     if (!card) { closeHowCard(); return; } // none to show: the link still leads to the entry
     howCard.card = card;
+    howHost(link, true);
     link.after(howCard.el);
     fillHowCard(link);
     placeHowCard();
@@ -116,6 +125,7 @@ function closeHowCard() {
   link.removeAttribute("aria-describedby");
   if (howCard.el.contains(document.activeElement)) link.focus();
   howCard.el.remove();
+  howHost(link, false);
   howCard.link = null;
   howCard.card = null;
 }
