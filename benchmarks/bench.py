@@ -342,7 +342,7 @@ def held_first_paint(report: dict) -> dict | None:
     (ThrottleUnresponsiveClient: GoogleChrome/lighthouse#17148); Lantern then counts every request
     and task before that late paint into its simulated paint metrics, and the score of such a run
     falls by several points. Returns the observed times (ms) of such a run, else None."""
-    m = report["audits"].get("metrics", {}).get("details", {}).get("items", [{}])[0]
+    m = (report["audits"].get("metrics", {}).get("details", {}).get("items") or [{}])[0]
     fcp, load = m.get("observedFirstContentfulPaint"), m.get("observedLoad")
     if fcp is None or load is None or fcp <= load:
         return None
@@ -372,6 +372,9 @@ def lighthouse_summary(reports: list[dict]) -> dict:
                 row["values"].append(audit.get("displayValue", ""))
     return {"runs": len(reports),
             "held": [held_first_paint(r) for r in reports],
+            # The performance scores of the runs whose first paint was not held back.
+            "unheld_scores": [r["categories"]["performance"]["score"] * 100 for r in reports
+                              if not held_first_paint(r) and r["categories"]["performance"].get("score") is not None],
             "scores": {c: median_score(c) for c in LH_CATEGORIES},
             "run_scores": {c: [round(r["categories"][c]["score"] * 100) for r in reports
                                if r["categories"].get(c, {}).get("score") is not None] for c in LH_CATEGORIES},
@@ -489,7 +492,7 @@ def print_lighthouse(lh: dict, runs: int) -> None:
             held = [(i, h) for i, h in enumerate(r["held"]) if h]
             if cat == "performance" and held:
                 # Judged on every run, as the issue measured; this says how far the held runs pull it.
-                others = [v for i, v in enumerate(r["run_scores"][cat]) if not r["held"][i]]
+                others = r["unheld_scores"]
                 which = ", ".join(str(i + 1) for i, _ in held)
                 paints = ", ".join(f"{h['fcp']:.0f}" for _, h in held)
                 loads = ", ".join(f"{h['load']:.0f}" for _, h in held)

@@ -1,7 +1,7 @@
 """The names by which the loader finds what the page's HTML holds: classes and data attributes.
 
 This module is their one home, under every layer that names them. `render/blocks.py` (and
-`render/markup.py`, `site/render.py`, `theme.py`) write them into the page; `client/contract.facts`
+`render/markup.py`, `render/refs.py`, `site/render.py`, `theme.py`) write them into the page; `client/contract.facts`
 hands the same mapping to the loader, which the build writes at the
 head of the loader's file (`client/loader.py`), so the loader never spells one out itself.
 `assets/explainer.css` styles some of them too, by the same names.
@@ -13,7 +13,8 @@ from dataclasses import asdict, dataclass
 
 @dataclass(frozen=True)
 class Classes:
-    """Class names the loader looks for or sets (keys as the loader reads them: `FACTS.classes.view`)."""
+    """Class names the page's HTML, its style sheet and the loader share (keys as the loader reads
+    them: `FACTS.classes.view`)."""
     page: str = "eg-page"              # the page root: state URL, bundle URL, switch, page sliders
     figure: str = "eg-figure"          # a figure block
     view: str = "eg-view"              # where the live Vega view goes

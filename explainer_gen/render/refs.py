@@ -182,7 +182,22 @@ _SKIP_CLASS = re.compile(r"\b(?:eg-[\w-]+|arithmatex|admonition-title|headerlink
 _TAG = re.compile(r"<\s*(/)?\s*([a-zA-Z][\w-]*)([^>]*?)(/)?\s*>", re.S)
 
 
-_CLASS = re.compile(r"""\bclass\s*=\s*(?:"([^"]*)"|'([^']*)'|(\S+))""")
+_CLASS = re.compile(r"""(?<![\w-])class\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""")
+
+
+def _classes(attrs: str) -> str:
+    """The value of a tag's class attribute ("" without one)."""
+    cls = _CLASS.search(attrs)
+    return next((g for g in cls.groups() if g is not None), "") if cls else ""
+
+
+def _close(stack: list[tuple], name: str) -> None:
+    """An end tag: the innermost open element of its name closes, with all opened inside it; one
+    with no open element of its name closes nothing."""
+    for j in range(len(stack) - 1, -1, -1):
+        if stack[j][0] == name:
+            del stack[j:]
+            return
 
 
 def autolink_html(html_: str, glossary: Glossary, href: Callable[[Term], str]) -> str:
@@ -218,14 +233,9 @@ def autolink_html(html_: str, glossary: Glossary, href: Callable[[Term], str]) -
             if found:
                 seen.add(found.group(1))
         if closing:
-            for j in range(len(stack) - 1, -1, -1):
-                if stack[j][0] == name:
-                    del stack[j:]
-                    break
+            _close(stack, name)
         elif name not in _VOID and not selfclose:
-            cls = _CLASS.search(attrs)
-            classes = next((g for g in cls.groups() if g), "") if cls else ""
-            stack.append((name, name in _SKIP_TAGS or bool(_SKIP_CLASS.search(classes))))
+            stack.append((name, name in _SKIP_TAGS or bool(_SKIP_CLASS.search(_classes(attrs)))))
     tail = html_[pos:]
     if tail and not any(skip for _, skip in stack):
         tail, count = _link_text(tail, glossary, href, seen, count)
@@ -239,9 +249,12 @@ _REF_CLASS = re.compile(rf"(?<![\w-]){CLASS.ref}(?![\w-])")
 def mark_card_blocks(html_: str) -> str:
     """The body's blocks (its top-level elements, the article's children) that hold a citation's
     or a term's card get the class CLASS.holds_card. The page paints each of its other blocks on
-    its own (explainer.css), which would hold a card, shown position: fixed, inside its block's box."""
+    its own (explainer.css), which would hold a card, shown position: fixed, inside its block's box.
+    Elements are matched to their end tags by name (`_close`); a script's or a style's text is
+    not read for tags."""
     out: list[str] = []
-    depth, block, holds = 0, None, False  # the open block's start tag (its index in `out`)
+    stack: list[tuple] = []  # the open elements, outermost first
+    block, holds, raw = None, False, None  # the open block's start tag (its index in `out`)
     pos = 0
     for m in _TOKEN.finditer(html_):
         out.append(html_[pos:m.start()])
@@ -251,32 +264,41 @@ def mark_card_blocks(html_: str) -> str:
         if not t:
             continue
         closing, name, attrs, selfclose = t.group(1), t.group(2).lower(), t.group(3), t.group(4)
+        if raw is not None and not (closing and name == raw):
+            continue
+        raw = None
         if closing:
-            depth = max(0, depth - 1)
-            if depth == 0 and block is not None:
+            _close(stack, name)
+            if not stack and block is not None:
                 if holds:
                     out[block] = _with_class(out[block], CLASS.holds_card)
                 block, holds = None, False
             continue
-        if depth > 0:
-            cls = _CLASS.search(attrs)
-            holds = holds or bool(cls and _REF_CLASS.search(next(g for g in cls.groups() if g is not None)))
+        if stack and _REF_CLASS.search(_classes(attrs)):
+            holds = True
         if name in _VOID or selfclose:
             continue
-        if depth == 0:
+        if not stack:
             block, holds = len(out) - 1, False
-        depth += 1
+        stack.append((name,))
+        if name in _RAW_TEXT:
+            raw = name
     out.append(html_[pos:])
     return "".join(out)
 
 
+_RAW_TEXT = {"script", "style"}
+
+
 def _with_class(tag: str, name: str) -> str:
-    """A start tag with one more class."""
+    """A start tag with one more class (its class attribute quoted, if it was not)."""
     cls = _CLASS.search(tag)
     if cls is None:
         return tag[:-1].rstrip("/").rstrip() + f' class="{name}"' + (" />" if tag.rstrip().endswith("/>") else ">")
-    i = cls.start(next(k for k in (1, 2, 3) if cls.group(k) is not None))
-    return tag[:i] + name + " " + tag[i:]
+    k = next(k for k in (1, 2, 3) if cls.group(k) is not None)
+    if k == 3:
+        return tag[:cls.start()] + f'class="{name} {cls.group(3)}"' + tag[cls.end():]
+    return tag[:cls.start(k)] + name + " " + tag[cls.start(k):]
 
 
 def _link_text(text: str, glossary: Glossary, href, seen: set[str], count: int) -> tuple[str, int]:
