@@ -13,7 +13,7 @@ PUBLISHED = yaml.safe_load((REPO / "models" / "published.yaml").read_text())
 
 
 def _paragraph(html: str, opening: str) -> str:
-    m = re.search(r"<p>" + re.escape(opening) + r".*?</p>", html, re.S)
+    m = re.search(r"<p(?:\s[^>]*)?>" + re.escape(opening) + r".*?</p>", html, re.S)  # a class or none
     assert m, f"no paragraph opening {opening!r}"
     return m.group(0)
 
