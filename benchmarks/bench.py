@@ -370,11 +370,12 @@ def lighthouse_summary(reports: list[dict]) -> dict:
                 row["runs"] += 1
                 row["scores"].append(audit["score"])
                 row["values"].append(audit.get("displayValue", ""))
+    held = [held_first_paint(r) for r in reports]
     return {"runs": len(reports),
-            "held": [held_first_paint(r) for r in reports],
+            "held": held,
             # The performance scores of the runs whose first paint was not held back.
-            "unheld_scores": [r["categories"]["performance"]["score"] * 100 for r in reports
-                              if not held_first_paint(r) and r["categories"]["performance"].get("score") is not None],
+            "unheld_scores": [r["categories"]["performance"]["score"] * 100 for r, h in zip(reports, held)
+                              if not h and r["categories"]["performance"].get("score") is not None],
             "scores": {c: median_score(c) for c in LH_CATEGORIES},
             "run_scores": {c: [round(r["categories"][c]["score"] * 100) for r in reports
                                if r["categories"].get(c, {}).get("score") is not None] for c in LH_CATEGORIES},

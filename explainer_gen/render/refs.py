@@ -13,6 +13,7 @@ from typing import Callable
 
 from models.yamlsource import SourceError
 
+from ..names import CLASS
 from ..sources import links
 from ..sources.bibliography import Bibliography, Paper, author_list_short
 from ..sources.citations import Citation, find_citations
@@ -20,7 +21,6 @@ from ..sources.crossref import BIB_PATH, CrossRefs, skip_lines
 from ..sources.glossary import Glossary, Term, find_markers
 from ..sources.links import PageInfo, ReadNext
 from .feed import ATOM_PATH, atom_xml, feed_markdown
-from ..names import CLASS
 from .markup import card, esc, md_safe
 
 
