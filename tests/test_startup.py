@@ -68,10 +68,16 @@ def open_page(browser, url: str, *, scheme: str = "light", undo=None, init: str 
 # ("interactive"), in a task of its own; read where its tag is, it runs while the parser waits
 # ("loading"), in the parser's task, which then holds the page's whole first layout too (the bundle
 # reads the scroll position as it starts).
+# And whether the components mount apart from it: the first page `document$` emits, on which they
+# mount, comes after a timer set as the bundle finished (start.js hands it on; left to itself, the
+# bundle's listener emits it in the task that ran the bundle, before any timer could fire).
 BUNDLE_AT = r"""
 Object.defineProperty(window, "document$", {configurable: true, set(value) {
   Object.defineProperty(window, "document$", {value, writable: true, configurable: true});
   window.__bundleAt = document.readyState;
+  let apart = false;
+  setTimeout(() => { apart = true; }, 0);
+  value.subscribe(() => { if (window.__mountedApart === undefined) window.__mountedApart = apart; });
 }});
 """
 
@@ -102,10 +108,6 @@ window.__late = [];
 """
 
 
-def late_changes(browser, url: str, **options) -> list[str]:
-    return start_up_of(browser, [url], **options)[url].late
-
-
 class StartUp(NamedTuple):
     """What one page's start-up did: LATE_CHANGES' record, the scheme it ended in, and, when
     traced, the kinds of page-wide restyle after the bundle started and how many style passes
@@ -115,6 +117,7 @@ class StartUp(NamedTuple):
     restyles: list[str] | None = None
     large: int | None = None
     bundle_at: str | None = None  # the document's readyState as the bundle finished starting (BUNDLE_AT)
+    mounted_apart: bool | None = None  # the components mounted in a later task than the bundle's (BUNDLE_AT)
 
 
 def start_up_of(browser, urls: list[str], init: str = "", trace: bool = False, **options) -> dict[str, StartUp]:
@@ -137,7 +140,8 @@ def start_up_of(browser, urls: list[str], init: str = "", trace: bool = False, *
             assert page.evaluate("() => !!window.document$"), f"the theme's bundle did not start on {url}"
             found[url] = StartUp(page.evaluate("() => window.__late"),
                                  page.evaluate("() => document.body.getAttribute('data-md-color-scheme')"),
-                                 bundle_at=page.evaluate("() => window.__bundleAt"))
+                                 bundle_at=page.evaluate("() => window.__bundleAt"),
+                                 mounted_apart=page.evaluate("() => window.__mountedApart"))
             if trace:
                 elements[url] = page.evaluate(STYLED)
     finally:
@@ -170,6 +174,7 @@ def test_theme_start_up_changes_nothing_the_page_is_styled_by(browser, base_url,
         found = start_up_of(browser, urls, scheme=scheme, trace=scheme == "light")
         assert {url: s.late for url, s in found.items()} == {url: [] for url in urls}, scheme
         assert {url: s.bundle_at for url, s in found.items()} == {url: "interactive" for url in urls}, scheme
+        assert {url: s.mounted_apart for url, s in found.items()} == {url: True for url in urls}, scheme
         if scheme == "light":  # and the browser's own account: no restyle of the whole page
             assert figures <= set(found)
             restyles = {url: (s.restyles, s.large) for url, s in found.items() if url in figures}
@@ -188,14 +193,34 @@ def test_theme_start_up_changes_nothing_the_page_is_styled_by(browser, base_url,
 
 def test_negative_control_the_theme_alone_changes_them(browser, base_url, site):
     """The same check on the page as the theme alone serves it finds each change chrome.py moved."""
-    path = figure_pages(site)[0]
-    found = late_changes(browser, direct(base_url + path), undo=theme_only)
+    url = direct(base_url + figure_pages(site)[0])
+    found = start_up_of(browser, [url], undo=theme_only)[url].late
     text = "\n".join(found)
     assert "html class: no-js" in text, found                            # the no-js swap
     assert "html data-js-focus-visible: null" in text, found             # the focus-visible mark
     assert re.search(r"link href: [./]*assets/stylesheets/\S* -> http", text), found  # a stylesheet's URL
     assert "color-scheme meta added" in found, found                     # the palette's meta tag
     assert "body data-md-color-switching: null -> " in text, found       # its transition guard
+
+
+HAND_OFF = 'document.addEventListener("DOMContentLoaded"'
+
+
+def without_hand_off(page_html: str) -> str:
+    """The page with start.js as it was before it handed the theme's first page on (its last step)."""
+    start = CHROME.start
+    assert start.count(HAND_OFF) == 1 and start.endswith("})();"), "start.js's hand-off not found"
+    out = page_html.replace(start, start[:start.index(HAND_OFF)] + "})();")
+    assert out != page_html, "start.js not found in the page"
+    return out
+
+
+def test_negative_control_without_the_hand_off_the_components_mount_in_the_bundles_task(browser, base_url, site):
+    """Without start.js's hand-off, the deferred bundle's own listener emits the page in the task
+    that ran the bundle: the check above tells the two apart."""
+    url = direct(base_url + figure_pages(site)[0])
+    start_up = start_up_of(browser, [url], undo=without_hand_off)[url]
+    assert (start_up.bundle_at, start_up.mounted_apart) == ("interactive", False), start_up
 
 
 # The browser's own account of what it restyled: Chromium's trace. After the bundle starts, the

@@ -27,7 +27,10 @@ hides its buttons until its script runs).
 Markdown extension, which gives each table a box of its own: markdown_ext.py.)
 
 The bundle itself is deferred (`DEFER`, issue 39), so its start-up is a task of its own, after
-the page is parsed, rather than part of the parser's.
+the page is parsed, rather than part of the parser's. Its components mount in a task after that:
+start.js hands the first page its `document$` emits (at DOMContentLoaded, which ends the bundle's
+task) on to a task of its own. Lighthouse's total blocking time on the speculative decoding page
+fell from a median of 338 to 202 ms (6 runs each, interleaved), on roofline from 240 to 172.
 """
 from __future__ import annotations
 
