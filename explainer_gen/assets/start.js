@@ -20,19 +20,23 @@
     var href = links[i].getAttribute("href");
     if (href && !/^(?:[a-z]+:)?\/\//i.test(href)) links[i].href = links[i].href;
   }
-  // The bundle is deferred (chrome.py): it starts once the page is parsed, and then, in the same
-  // task, DOMContentLoaded makes its document$ emit the page, on which it mounts every component.
-  // Its start-up and its mounting made one task of 380 to 500 ms at 4x CPU, the page's longest.
-  // Here the first page document$ emits goes out in a task of its own, so the browser can answer
-  // a reader, or draw, in between; later pages (instant navigation) go through as they come.
-  // Listening in the capture phase, this runs before the bundle's own listener.
+  // The bundle is deferred (chrome.py): it starts once the page is parsed. At DOMContentLoaded,
+  // its document$ emits the page, and the page's components mount on it (the content, the header,
+  // the sidebars, the table of contents; the search and the dialogs mount as the bundle starts).
+  // In Chromium that dispatch runs in the bundle's own task: start-up and mounting made one task
+  // of 380 to 500 ms at 4x CPU, the page's longest. Here the first page document$ emits goes out
+  // in a task of its own (a message: a timer may wait for the load event in some browsers), so the
+  // browser can answer a reader, or draw, in between; later pages (instant navigation) go through
+  // as they come. Added from <head>, this listener runs before the bundle's own.
   document.addEventListener("DOMContentLoaded", function () {
     var subject = window.document$;
     if (!subject || typeof subject.next !== "function") return;
     var own = Object.prototype.hasOwnProperty.call(subject, "next"), next = subject.next;
     subject.next = function (value) {
       if (own) subject.next = next; else delete subject.next;
-      setTimeout(function () { next.call(subject, value); }, 0);
+      var channel = new MessageChannel();
+      channel.port1.onmessage = function () { next.call(subject, value); };
+      channel.port2.postMessage(null);
     };
   }, { once: true, capture: true });
 })();

@@ -27,10 +27,11 @@ hides its buttons until its script runs).
 Markdown extension, which gives each table a box of its own: markdown_ext.py.)
 
 The bundle itself is deferred (`DEFER`, issue 39), so its start-up is a task of its own, after
-the page is parsed, rather than part of the parser's. Its components mount in a task after that:
-start.js hands the first page its `document$` emits (at DOMContentLoaded, which ends the bundle's
-task) on to a task of its own. Lighthouse's total blocking time on the speculative decoding page
-fell from a median of 338 to 202 ms (6 runs each, interleaved), on roofline from 240 to 172.
+the page is parsed, rather than part of the parser's. The page's components mount in a task after
+that: start.js hands the first page its `document$` emits (at DOMContentLoaded, which Chromium
+dispatches in the bundle's task) on to a task of its own. Lighthouse's total blocking time on the
+speculative decoding page fell from a median of 338 to 202 ms (6 runs each, interleaved), on
+roofline from 240 to 172.
 """
 from __future__ import annotations
 
@@ -54,7 +55,8 @@ _BUNDLE = re.compile(r'<script src="[^"]*assets/javascripts/bundle\.[0-9a-f]+\.m
 # of the body, it ran in the same task as the parsing before it, and as it starts it reads the
 # scroll position, which lays out everything parsed so far: the page's whole first style and layout
 # and the bundle's start-up made one long task. Deferred, it runs after the page is parsed, still
-# before DOMContentLoaded (which is when it mounts its components, as before), in a task of its own.
+# before DOMContentLoaded, in a task of its own; the page's components mount after that, in a task
+# of their own too (start.js).
 # The loader, deferred as well and earlier in the document, runs first and waits for the bundle's
 # document$ (assets/loader/lifecycle.js).
 DEFER = " defer"
