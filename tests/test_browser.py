@@ -53,11 +53,19 @@ def test_prose_numbers_follow_the_slider(page, base_url):
     spans = page.locator("[data-eg-num]")
     before = spans.all_inner_texts()
     slider = page.get_by_role("slider", name="Acceptance rate").first
+    # Each number's and the slider's shown value's text node, to see whether a move keeps them.
+    page.evaluate("""() => { window.__texts = [...document.querySelectorAll('[data-eg-num], .eg-controls output')]
+                                                .map(e => [e, e.firstChild, e.textContent]); }""")
     slider.focus()
     page.keyboard.press("ArrowLeft")
     page.wait_for_function("prev => [...document.querySelectorAll('[data-eg-num]')].map(e => e.textContent).join() !== prev",
                            arg=",".join(before))
     assert spans.all_inner_texts() != before
+    # A text that changed, changed in place (base.js setText): on every move the browser would
+    # otherwise restyle and lay out a new text node for it.
+    kept = page.evaluate("""() => window.__texts.filter(([e, node, was]) => e.textContent !== was)
+                               .map(([e, node]) => [e.tagName, e.firstChild === node && !node.nextSibling])""")
+    assert len({tag for tag, _ in kept}) == 2 and all(same for _, same in kept), kept  # numbers and shown values
     page.wait_for_function("() => location.search.includes('a=0.75')")  # written once the reader pauses
     page.watch.assert_clean()
 

@@ -155,7 +155,7 @@ function showControls() {
     inputs(name).forEach(function (input) {
       input.value = state.sliders[name];
       var out = input.parentNode.querySelector("output");
-      if (out) out.textContent = shownValue(name, input.value);
+      if (out) setText(out, shownValue(name, input.value));
     });
   });
 }

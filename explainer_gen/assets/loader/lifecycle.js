@@ -22,7 +22,7 @@ function onInput(event) {
   inputs(name).forEach(function (other) {
     if (other !== input) other.value = value;
     var out = other.parentNode.querySelector("output");
-    if (out) out.textContent = shownValue(name, other.value);
+    if (out) setText(out, shownValue(name, other.value));
   });
   var own = input.closest(dot(CLS.figure));
   figures.forEach(function (fig) {

@@ -43,7 +43,7 @@ function renderNumber(span, scenario) {
   if (!n) return;
   var text = n.texts[flatIndex(n.deps, scenario)];
   if (text !== undefined && span.textContent !== text) {
-    span.textContent = text;
+    setText(span, text);
     changed.add(span);
   }
 }
