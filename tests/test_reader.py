@@ -246,6 +246,31 @@ def test_site_works_under_a_subpath(browser, tmp_path, host, warm_cache):
         context.close()
 
 
+def test_an_act_before_the_theme_has_started_reads_the_state(browser, base_url):
+    """A reader may press a key or point while the theme's bundle is still arriving or starting (on
+    a phone, for hundreds of milliseconds), before the loader's init has run: that runs once the
+    theme emits the page, in a task after DOMContentLoaded (start.js). The act still counts: the
+    page's state is read with no further act. (A key, not the pointer: a pointer resting on a page
+    whose layout changes gets moves the browser makes up, which would wake the loader anyway.)"""
+    context = browser.new_context()
+    page = context.new_page()
+    asked = []
+    page.on("request", lambda r: "/assets/explainer/page/" in r.url and asked.append(r.url))
+    held = []  # the theme's bundle, held back until the reader has acted
+    page.route(re.compile(r".*/assets/javascripts/bundle\.[0-9a-f]+\.min\.js$"), lambda route: held.append(route))
+    page.goto(base_url + "explainers/speculative-decoding/", wait_until="commit")
+    # The page is parsed and our loader has run; the theme's bundle has not, so no init either.
+    page.wait_for_function("() => document.readyState === 'interactive' && window.explainerGen")
+    assert held and page.evaluate("() => window.document$ === undefined")
+    page.keyboard.press("Shift")
+    page.wait_for_timeout(100)
+    assert asked == []  # nothing is read before init
+    held[0].continue_()
+    page.wait_for_function("() => window.explainerGen.state()", timeout=10000)
+    assert len(asked) == 1 and page.evaluate("() => !!window.document$"), asked
+    context.close()
+
+
 def test_vega_loads_only_when_a_reader_reaches_for_a_figure(browser, base_url):
     """A reader who only reads downloads neither Vega nor the page's state (the numbers' texts);
     the state comes at the reader's first act, and a slider moved before it arrives still ends

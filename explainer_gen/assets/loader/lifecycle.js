@@ -10,6 +10,13 @@ var pageUrl = null; // the page state's address, which the files it names are fo
 var stateArrived = Promise.resolve(); // settles once the page's state is known (or at once: none)
 var stateArrives = function () {};
 
+// A reader may act before the first init: the theme mounts its components, and so runs init, in
+// a task of its own after DOMContentLoaded (start.js), and Chromium serves input before it. Those
+// acts are counted from the moment this script runs, and the first init reads the state at once.
+var actedEarly = false;
+function earlyAct() { actedEarly = true; }
+WAKE.forEach(function (type) { window.addEventListener(type, earlyAct, { capture: true, passive: true }); });
+
 // The page's state, read if it is not yet (how.js: a number's card needs it to find its file).
 function withState() { wake(); return stateArrived; }
 
@@ -74,6 +81,9 @@ function init() {
   teardown();
   resetHowCard(); // how.js: the numbers' card, on any page with computed numbers
   var gen = generation;
+  var acted = actedEarly; // only the first page's (later pages are set up as they come)
+  actedEarly = false;
+  WAKE.forEach(function (type) { window.removeEventListener(type, earlyAct, true); });
   var root = document.querySelector(dot(CLS.page) + having(ATTR.page));
   if (!root) return;
   pageUrl = resolve(root, ATTR.page);
@@ -110,7 +120,7 @@ function init() {
     WAKE.forEach(function (type) { window.removeEventListener(type, wake, true); });
     start(gen, root);
   };
-  if (location.search) wake();
+  if (location.search || acted) wake();
   else WAKE.forEach(function (type) { window.addEventListener(type, wake, { capture: true, passive: true }); });
 }
 
