@@ -341,7 +341,10 @@ def held_first_paint(report: dict) -> dict | None:
     Chromium's compositor (viz) can stop sending a page frames for up to a second while it loads
     (ThrottleUnresponsiveClient: GoogleChrome/lighthouse#17148); Lantern then counts every request
     and task before that late paint into its simulated paint metrics, and the score of such a run
-    falls by several points. Returns the observed times (ms) of such a run, else None."""
+    falls by several points. It follows how busy the machine is: with one of this machine's two
+    cores kept busy by a spin loop, 5 of 6 runs of the speculative decoding page were held and their
+    median score was 79.5, against 1 of 6 and 98.5 on the quiet machine. Returns the observed
+    times (ms) of such a run, else None."""
     m = (report["audits"].get("metrics", {}).get("details", {}).get("items") or [{}])[0]
     fcp, load = m.get("observedFirstContentfulPaint"), m.get("observedLoad")
     if fcp is None or load is None or fcp <= load:
