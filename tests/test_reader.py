@@ -247,12 +247,14 @@ def test_site_works_under_a_subpath(browser, tmp_path, host, warm_cache):
 
 
 def test_an_act_before_the_theme_has_started_reads_the_state(browser, base_url):
-    """A reader may press a key or point while the theme's bundle is still arriving or starting (on
-    a phone, for hundreds of milliseconds), before the loader's init has run: that runs once the
-    theme emits the page, in a task after DOMContentLoaded (start.js). The act still counts: the
-    page's state is read with no further act. (A key, not the pointer: a pointer resting on a page
-    whose layout changes gets moves the browser makes up, which would wake the loader anyway.)"""
-    context = browser.new_context()
+    """A reader may press a key or touch a figure while the theme's bundle is still arriving or
+    starting (on a phone, for hundreds of milliseconds), before the loader's init has run: that
+    runs once the theme emits the page, which in Chromium comes in a task after DOMContentLoaded
+    (start.js). Here the bundle is held back, which keeps init waiting as that task does. The act
+    still counts: the page's state is read with no further act, and a figure the reader touched is
+    brought to life. (A key and a touch, not the pointer: a pointer resting on a page whose layout
+    changes receives moves the browser makes up, which would wake the loader anyway.)"""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     page = context.new_page()
     asked = []
     page.on("request", lambda r: "/assets/explainer/page/" in r.url and asked.append(r.url))
@@ -261,13 +263,22 @@ def test_an_act_before_the_theme_has_started_reads_the_state(browser, base_url):
     page.goto(base_url + "explainers/speculative-decoding/", wait_until="commit")
     # The page is parsed and our loader has run; the theme's bundle has not, so no init either.
     page.wait_for_function("() => document.readyState === 'interactive' && window.explainerGen")
+    for _ in range(100):  # the held route reaches this process a moment after the request
+        if held:
+            break
+        page.wait_for_timeout(20)
     assert held and page.evaluate("() => window.document$ === undefined")
     page.keyboard.press("Shift")
+    figure = page.locator(".eg-figure").nth(1)
+    figure.locator(".eg-picture:visible").tap()
     page.wait_for_timeout(100)
     assert asked == []  # nothing is read before init
     held[0].continue_()
     page.wait_for_function("() => window.explainerGen.state()", timeout=10000)
-    assert len(asked) == 1 and page.evaluate("() => !!window.document$"), asked
+    own = page.evaluate("() => new URL(document.querySelector('.eg-page[data-eg-page]').dataset.egPage, location.href).href")
+    assert asked == [own] and page.evaluate("() => !!window.document$"), (asked, own)
+    page.wait_for_function("f => window.explainerGen.figures().some(x => x.el === f)",
+                           arg=figure.element_handle(), timeout=10000)
     context.close()
 
 

@@ -10,12 +10,23 @@ var pageUrl = null; // the page state's address, which the files it names are fo
 var stateArrived = Promise.resolve(); // settles once the page's state is known (or at once: none)
 var stateArrives = function () {};
 
-// A reader may act before the first init: the theme mounts its components, and so runs init, in
-// a task of its own after DOMContentLoaded (start.js), and Chromium serves input before it. Those
-// acts are counted from the moment this script runs, and the first init reads the state at once.
-var actedEarly = false;
-function earlyAct() { actedEarly = true; }
+// A reader may act before the first init: it runs when the theme's document$ first emits, once
+// the theme's bundle has arrived and run and, in Chromium, in a task after DOMContentLoaded
+// (start.js). Acts from the moment this script runs are noted, and the first init answers them
+// at once (a figure the reader touched or points at is under the pointer then: see start).
+var actedBeforeInit = false;
+function earlyAct() { actedBeforeInit = true; }
 WAKE.forEach(function (type) { window.addEventListener(type, earlyAct, { capture: true, passive: true }); });
+// Whether the reader acted before the first init; asked by each init, it listens no longer once
+// asked: each later page's init listens from its own start.
+var earlyListening = true;
+function actedEarly() {
+  if (earlyListening) WAKE.forEach(function (type) { window.removeEventListener(type, earlyAct, true); });
+  earlyListening = false;
+  var acted = actedBeforeInit;
+  actedBeforeInit = false;
+  return acted;
+}
 
 // The page's state, read if it is not yet (how.js: a number's card needs it to find its file).
 function withState() { wake(); return stateArrived; }
@@ -81,9 +92,7 @@ function init() {
   teardown();
   resetHowCard(); // how.js: the numbers' card, on any page with computed numbers
   var gen = generation;
-  var acted = actedEarly; // only the first page's (later pages are set up as they come)
-  actedEarly = false;
-  WAKE.forEach(function (type) { window.removeEventListener(type, earlyAct, true); });
+  var acted = actedEarly();
   var root = document.querySelector(dot(CLS.page) + having(ATTR.page));
   if (!root) return;
   pageUrl = resolve(root, ATTR.page);
