@@ -476,6 +476,20 @@ def numbers_in(html: str) -> list[str]:
     return re.findall(r'<span class="eg-num"[^>]*>([^<]*)</span>', html)
 
 
+# The theme's bundle, as both hosts name it in a built page.
+THEME_BUNDLE = re.compile(r"assets/javascripts/bundle\.[0-9a-f]+\.min\.js")
+
+
+def wait_for_events(page, check, seconds: float = 2.0) -> None:
+    """Wait, at most `seconds`, until `check()` holds, where what it reads is filled by Playwright's
+    events (a request seen, a route held, a console message): on a loaded machine those reach this
+    process a moment after the page acted, and each short wait lets them in. The caller asserts."""
+    for _ in range(max(1, round(seconds / 0.02))):
+        if check():
+            return
+        page.wait_for_timeout(20)
+
+
 def wake_loader(page) -> None:
     """Act on the page as a reader first does (the pointer moves over it), which makes the loader
     read the page's state (it waits for that, unless the URL carries a state), and wait until it

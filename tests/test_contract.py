@@ -21,7 +21,7 @@ from explainer_gen.client.bundle import short_hash
 from explainer_gen.client import contract, loader
 from explainer_gen.names import ATTR, CLASS
 from explainer_gen.sources.controls import Slider
-from helpers import REPO, mkdocs_build, serve, wake_loader
+from helpers import REPO, mkdocs_build, serve, wait_for_events, wake_loader
 
 SCHEMAS = {kind: json.loads(path.read_text()) for kind, path in contract.SCHEMAS.items()}
 # The schemas name each other by their $id (figure.schema.json reads page-state's `positions`).
@@ -281,10 +281,7 @@ def test_a_page_state_of_another_version_leaves_the_page_as_built(site, browser)
         page.route(re.compile(r".*/assets/explainer/page/.*\.json$"), old)
         page.goto(url + "explainers/speculative-decoding/")
         page.mouse.move(12, 12)  # the loader reads the page state once the reader acts
-        for _ in range(100):  # until the loader has read the page state and said why it refused it
-            if errors:
-                break
-            page.wait_for_timeout(100)
+        wait_for_events(page, lambda: errors, seconds=10)  # the loader read the page state and said why it refused it
         assert any("contract version" in e for e in errors), errors
         assert page.evaluate("() => window.explainerGen.state()") is None
         page.close()

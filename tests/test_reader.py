@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers import (DRAWING, tab_to_each, HOST_BUILDS, mark_document, same_document, LIVE_TEXTS, REPO, copy_project, figure_pages, live_label_colour, serve,
+from helpers import (DRAWING, THEME_BUNDLE, wait_for_events, tab_to_each, HOST_BUILDS, mark_document, same_document, LIVE_TEXTS, REPO, copy_project, figure_pages, live_label_colour, serve,
                      site_pages, wait_for_figures)
 from conftest import PageWatch
 
@@ -259,14 +259,11 @@ def test_an_act_before_the_theme_has_started_reads_the_state(browser, base_url):
     asked = []
     page.on("request", lambda r: "/assets/explainer/page/" in r.url and asked.append(r.url))
     held = []  # the theme's bundle, held back until the reader has acted
-    page.route(re.compile(r".*/assets/javascripts/bundle\.[0-9a-f]+\.min\.js$"), lambda route: held.append(route))
+    page.route(THEME_BUNDLE, lambda route: held.append(route))
     page.goto(base_url + "explainers/speculative-decoding/", wait_until="commit")
     # The page is parsed and our loader has run; the theme's bundle has not, so no init either.
     page.wait_for_function("() => document.readyState === 'interactive' && window.explainerGen")
-    for _ in range(100):  # the held route reaches this process a moment after the request
-        if held:
-            break
-        page.wait_for_timeout(20)
+    wait_for_events(page, lambda: held)
     assert held and page.evaluate("() => window.document$ === undefined")
     page.keyboard.press("Shift")
     figure = page.locator(".eg-figure").nth(1)
@@ -306,13 +303,8 @@ def test_vega_loads_only_when_a_reader_reaches_for_a_figure(browser, base_url):
     slider = first.get_by_role("slider", name="Acceptance rate")
     slider.focus()
     page.keyboard.press("ArrowLeft")
-    # The reader's act asks for the state (at the focus or at the key); on a loaded machine its
-    # held route reaches this process a moment after the press returns: wait for it (each wait
-    # lets Playwright's events in), at most two seconds.
-    for _ in range(100):
-        if held:
-            break
-        page.wait_for_timeout(20)
+    # The reader's act asks for the state (at the focus or at the key).
+    wait_for_events(page, lambda: held)
     moved_to = slider.input_value()
     assert len(held) == 1 and page.locator("[data-eg-num]").all_inner_texts() == before
     # What a page whose state arrived before the slider moved to the same place shows.

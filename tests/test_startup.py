@@ -17,12 +17,11 @@ from typing import NamedTuple
 import pytest
 
 from explainer_gen.render.chrome import PALETTE_FORM, REVEAL, WAITING_FORM, Chrome
-from helpers import direct, figure_pages, mark_document, route_fetch, same_document, site_pages
+from helpers import THEME_BUNDLE, direct, figure_pages, mark_document, route_fetch, same_document, site_pages
 
 pytestmark = pytest.mark.hosts()
 
 CHROME = Chrome.read()
-BUNDLE = re.compile(r"assets/javascripts/bundle\.[0-9a-f]+\.min\.js")
 
 
 def theme_only(page_html: str) -> str:
@@ -55,7 +54,7 @@ def open_page(browser, url: str, *, scheme: str = "light", undo=None, init: str 
             route.fulfill(response=response, body=undo(response.text()))
         page.route(url, serve_theme_only)
     if block_bundle:
-        page.route(BUNDLE, lambda route: route.abort())
+        page.route(THEME_BUNDLE, lambda route: route.abort())
     return context, page
 
 
@@ -258,7 +257,7 @@ def restyled(events: list[dict], elements: int) -> dict:
     """What one page's trace events show after its bundle starts: the kinds of page-wide restyle
     (`restyles`), and how many style passes restyled a large part of its `elements` (`large`)."""
     starts = [e["ts"] for e in events if e.get("name") == "EvaluateScript"
-              and BUNDLE.search((e.get("args", {}).get("data") or {}).get("url", ""))]
+              and THEME_BUNDLE.search((e.get("args", {}).get("data") or {}).get("url", ""))]
     assert starts, "no trace of the theme's bundle running"
     after = [e for e in events if e.get("ts", 0) >= min(starts)]
     found = set()

@@ -10,19 +10,24 @@ var pageUrl = null; // the page state's address, which the files it names are fo
 var stateArrived = Promise.resolve(); // settles once the page's state is known (or at once: none)
 var stateArrives = function () {};
 
+// Listen for the reader's first acts anywhere on the page (WAKE) with `fn`, or stop.
+function listenForActs(fn, on) {
+  WAKE.forEach(function (type) {
+    if (on) window.addEventListener(type, fn, { capture: true, passive: true });
+    else window.removeEventListener(type, fn, true);
+  });
+}
+
 // A reader may act before the first init: it runs when the theme's document$ first emits, once
 // the theme's bundle has arrived and run and, in Chromium, in a task after DOMContentLoaded
 // (start.js). Acts from the moment this script runs are noted, and the first init answers them
-// at once (a figure the reader touched or points at is under the pointer then: see start).
+// at once (a figure the reader touched or points at is under the pointer then: see start). Asked
+// once, by the first init, this stops listening: each later page's init listens from its start.
 var actedBeforeInit = false;
 function earlyAct() { actedBeforeInit = true; }
-WAKE.forEach(function (type) { window.addEventListener(type, earlyAct, { capture: true, passive: true }); });
-// Whether the reader acted before the first init; asked by each init, it listens no longer once
-// asked: each later page's init listens from its own start.
-var earlyListening = true;
+listenForActs(earlyAct, true);
 function actedEarly() {
-  if (earlyListening) WAKE.forEach(function (type) { window.removeEventListener(type, earlyAct, true); });
-  earlyListening = false;
+  listenForActs(earlyAct, false);
   var acted = actedBeforeInit;
   actedBeforeInit = false;
   return acted;
@@ -77,7 +82,7 @@ function teardown() {
   resetDescriptions();
   resetNumbers();
   resetControls();
-  WAKE.forEach(function (type) { window.removeEventListener(type, wake, true); });
+  listenForActs(wake, false);
   wake = function () {};
   resetFigures();
   resetExports();
@@ -126,11 +131,11 @@ function init() {
   wake = function () {
     if (started) return;
     started = true;
-    WAKE.forEach(function (type) { window.removeEventListener(type, wake, true); });
+    listenForActs(wake, false);
     start(gen, root);
   };
   if (location.search || acted) wake();
-  else WAKE.forEach(function (type) { window.addEventListener(type, wake, { capture: true, passive: true }); });
+  else listenForActs(wake, true);
 }
 
 function start(gen, root) {
